@@ -1,0 +1,225 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// ContainerRuntime is the port every backend implements. All verbs are safe
+// for concurrent use. Names and IDs are interchangeable wherever a verb takes
+// a container reference.
+//
+// Idempotency contract (the provisioner's teardown relies on it):
+//   - Remove of an absent container returns nil.
+//   - Stop and Kill of a container that is not running return nil.
+//   - Inspect, Exec, Stop and Kill of an absent container return an error
+//     that matches ErrNotFound.
+//   - Run under a name that is already taken returns ErrAlreadyExists.
+type ContainerRuntime interface {
+	// Name is the backend's short name: "docker", "podman" or "containerd".
+	Name() string
+	// Endpoint is the address the runtime talks to (a socket path or URL),
+	// for messages and diagnostics.
+	Endpoint() string
+	// Version pings the backend and reports what it is.
+	Version(ctx context.Context) (Info, error)
+
+	// ImageExists reports whether ref is present locally.
+	ImageExists(ctx context.Context, ref string) (bool, error)
+	// PullImage fetches ref. progress may be nil. A ref the registry does
+	// not have (or a registry that cannot serve it) gives ErrImageNotFound.
+	PullImage(ctx context.Context, ref string, progress ProgressFunc) error
+
+	// Run creates and starts a detached container from spec. The image must
+	// be present; Run does not pull. If the start fails, the created
+	// container is removed before the error is returned.
+	Run(ctx context.Context, spec RunSpec) (Container, error)
+	// Inspect reports a container's current state.
+	Inspect(ctx context.Context, container string) (Container, error)
+	// Exec runs argv inside a running container and waits for it.
+	Exec(ctx context.Context, container string, spec ExecSpec) (ExecResult, error)
+	// Stop sends the container's stop signal (SIGTERM unless the image says
+	// otherwise), waits up to grace, then kills it.
+	Stop(ctx context.Context, container string, grace time.Duration) error
+	// Kill sends SIGKILL and returns once the container is no longer running.
+	Kill(ctx context.Context, container string) error
+	// Remove force-removes a container together with its anonymous volumes.
+	Remove(ctx context.Context, container string) error
+	// List returns every container, in any state, whose labels contain every
+	// key=value pair of selector. An empty selector lists all containers of
+	// this runtime (in its namespace, where the backend has namespaces).
+	List(ctx context.Context, selector map[string]string) ([]Container, error)
+
+	// CreateNetwork creates a bridge network that containers can join by
+	// name. A name that is already taken gives ErrAlreadyExists.
+	CreateNetwork(ctx context.Context, spec NetworkSpec) (Network, error)
+	// RemoveNetwork deletes a network; an absent network is not an error.
+	RemoveNetwork(ctx context.Context, name string) error
+
+	// Close releases the client's connections.
+	Close() error
+}
+
+// Info describes a backend that answered a ping.
+type Info struct {
+	Runtime       string // "docker", "podman", "containerd"
+	Endpoint      string
+	Version       string // server version
+	APIVersion    string // negotiated API version, where the backend has one
+	Rootless      bool
+	CgroupVersion string // "1" or "2", where known
+}
+
+// RunSpec is everything needed to start a container. Zero values mean "the
+// image's or backend's default", never "unlimited by accident": a limit
+// that the backend cannot enforce is an error of kind ErrUnsupported.
+type RunSpec struct {
+	Name  string
+	Image string
+	// Env is added to the image's environment.
+	Env map[string]string
+	// Entrypoint, when non-nil, replaces the image's entrypoint.
+	Entrypoint []string
+	// Command, when non-nil, replaces the image's command.
+	Command []string
+	Labels  map[string]string
+	// Tmpfs maps a path inside the container to mount options
+	// (e.g. "rw,size=256m,mode=1777"; empty means the backend's default).
+	Tmpfs map[string]string
+	// MemoryBytes is the memory limit (0: none).
+	MemoryBytes int64
+	// CPUs is the CPU quota in cores, fractional (0: none).
+	CPUs float64
+	// PidsLimit caps the number of processes (0: none).
+	PidsLimit int64
+	// Ulimits are rlimits for the container's processes.
+	Ulimits []Ulimit
+	// Network is the name of one network to join ("" : the backend's
+	// default network).
+	Network string
+	// Ports to publish on the host.
+	Ports []PortSpec
+}
+
+// Ulimit is one rlimit, named as in ulimit(1)/Docker: "nofile", "nproc", ...
+type Ulimit struct {
+	Name string
+	Soft int64
+	Hard int64
+}
+
+// PortSpec asks for a container port to be published on the host.
+type PortSpec struct {
+	ContainerPort int
+	// Protocol is "tcp" (default) or "udp".
+	Protocol string
+	// HostIP defaults to 127.0.0.1: nothing is published on all
+	// interfaces unless asked for explicitly.
+	HostIP string
+	// HostPort 0 means an ephemeral port chosen by the backend.
+	HostPort int
+}
+
+// DefaultHostIP is where ports are published when PortSpec.HostIP is empty.
+const DefaultHostIP = "127.0.0.1"
+
+// PortBinding is a published port as the backend reports it.
+type PortBinding struct {
+	ContainerPort int
+	Protocol      string
+	HostIP        string
+	HostPort      int
+}
+
+// State is a container's lifecycle state, normalised across backends.
+type State string
+
+// Container states.
+const (
+	StateCreated State = "created"
+	StateRunning State = "running"
+	StatePaused  State = "paused"
+	StateExited  State = "exited"
+	StateUnknown State = "unknown"
+)
+
+// Mount is a filesystem mounted into a container, as the backend reports it.
+type Mount struct {
+	// Type is "tmpfs", "volume" or "bind".
+	Type        string
+	Source      string
+	Destination string
+}
+
+// Container is a container as inspect or list reports it: what callers
+// need without asking the backend again.
+type Container struct {
+	ID     string
+	Name   string
+	Image  string
+	Labels map[string]string
+	State  State
+	// ExitCode is meaningful when State is StateExited.
+	ExitCode int
+	Created  time.Time
+	// Networks maps a network name to the container's IPv4 address on it.
+	Networks map[string]string
+	Ports    []PortBinding
+	// Mounts lists what is mounted into the container (not filled by List).
+	Mounts []Mount
+	// Privileged reports whether the container runs privileged.
+	Privileged bool
+}
+
+// Running reports whether the container's state is running.
+func (c Container) Running() bool { return c.State == StateRunning }
+
+// ExecSpec is a process to run inside a container.
+type ExecSpec struct {
+	Cmd []string
+	// Env is added to the container's environment for this process.
+	Env map[string]string
+	// User overrides the container's user ("" keeps it).
+	User string
+}
+
+// ExecResult is the outcome of a finished exec.
+type ExecResult struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+}
+
+// NetworkSpec describes a network to create.
+type NetworkSpec struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Network is a created network.
+type Network struct {
+	ID   string
+	Name string
+}
+
+// PullProgress is one progress event of an image pull.
+type PullProgress struct {
+	Ref    string
+	Status string // backend's words, e.g. "Downloading", "Pull complete"
+	// Layer is the layer or blob the event is about ("" for the whole ref).
+	Layer   string
+	Current int64
+	Total   int64
+}
+
+// ProgressFunc receives pull progress events. It must not block for long.
+type ProgressFunc func(PullProgress)
+
+// Creator is implemented by adapters that can create a container without
+// starting it. It is not part of the port (the lifecycle code never needs
+// it); the conformance suite uses it to put a container in the created
+// state, which is what a provisioner killed between create and start
+// leaves behind.
+type Creator interface {
+	Create(ctx context.Context, spec RunSpec) (Container, error)
+}
