@@ -1,0 +1,74 @@
+package janitor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Sandbox is one sandbox container as a sweep saw it.
+type Sandbox struct {
+	ID      string
+	Name    string
+	Engine  string // the "<prefix>.sandbox.engine" label
+	Owner   Owner
+	State   runtime.State
+	Created time.Time // the runtime's creation time
+	// Age is the sweep's clock minus Created.
+	Age time.Duration
+}
+
+// Failure is a sandbox the sweep could not decide on or could not remove.
+type Failure struct {
+	Sandbox Sandbox
+	Err     error
+}
+
+// Report is the outcome of one sweep. Every listed sandbox appears in
+// exactly one of its lists, each sorted by container name.
+type Report struct {
+	// Removed: orphans (owner gone, or no owner label) past the grace
+	// window, killed and removed. In a dry run: what would be removed.
+	Removed []Sandbox
+	// Kept: the owner is alive.
+	Kept []Sandbox
+	// Skipped: younger than the grace window; not judged yet.
+	Skipped []Sandbox
+	// Errors: sandboxes whose owner could not be judged, or whose removal
+	// failed; they are left in place and retried by the next sweep.
+	Errors []Failure
+	// DryRun reports that nothing was removed.
+	DryRun bool
+}
+
+// Total is the number of sandboxes the sweep listed.
+func (r Report) Total() int { return len(r.Removed) + len(r.Kept) + len(r.Skipped) + len(r.Errors) }
+
+// String summarises the report on one line.
+func (r Report) String() string {
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
+	}
+	return fmt.Sprintf("%s %d, kept %d, skipped %d (in grace), errors %d",
+		verb, len(r.Removed), len(r.Kept), len(r.Skipped), len(r.Errors))
+}
+
+// Err joins the per-container errors (nil when there are none).
+func (r Report) Err() error {
+	errs := make([]error, len(r.Errors))
+	for i, f := range r.Errors {
+		errs[i] = f.Err
+	}
+	return errors.Join(errs...)
+}
+
+func names(sbs []Sandbox) []string {
+	out := make([]string, len(sbs))
+	for i, s := range sbs {
+		out[i] = s.Name
+	}
+	return out
+}
