@@ -1,0 +1,99 @@
+// Package engines is sandboxer's engine registry: one type per database
+// engine (postgres, redis, mongo) and one registry that is the single list
+// of valid service names. The provisioner, the env emitter, teardown, the
+// janitor and input validation all iterate a Registry; nothing else spells
+// out an engine's name.
+//
+// An engine is pure description: the image, port and tmpfs paths it needs,
+// the container env and command for a credential set, the readiness probe
+// (argv run inside the sandbox through the runtime port's exec) and the env
+// it hands to consumers. It never talks to a runtime itself.
+package engines
+
+import (
+	"time"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// DefaultUser and DefaultDatabase are the user and database every engine
+// that has them is set up with.
+const (
+	DefaultUser     = "sandbox"
+	DefaultDatabase = "sandbox"
+)
+
+// Engine is one kind of sandbox. Adding an engine is one type implementing
+// Engine plus one line in the registry that lists it.
+type Engine interface {
+	// Spec is the engine's static description.
+	Spec() Spec
+	// Container is how the sandbox container is started for cred.
+	Container(cred Credentials) Container
+	// Probe is the readiness check run inside the sandbox container via
+	// exec, against ep (the sandbox's own non-loopback address and its
+	// container port). Every step must pass, in order.
+	Probe(ep Endpoint, cred Credentials) []ProbeStep
+	// Env is what consumers of the sandbox read: prefix is the env prefix
+	// (e.g. "ROBOCO_TEST"), ep is the address consumers connect to.
+	Env(prefix string, ep Endpoint, cred Credentials) []EnvVar
+}
+
+// Spec is an engine's static description.
+type Spec struct {
+	// Name is the service name users ask for ("postgres").
+	Name string
+	// Short is the name's form in container names ("pg" in
+	// roboco-sandbox-pg-42).
+	Short string
+	// Image is the default image ref; deployments override it per engine.
+	Image string
+	// Port is the port the server listens on inside the container.
+	Port int
+	// Tmpfs lists the paths mounted as tmpfs: every VOLUME of the image, so
+	// that nothing reaches the host disk and no anonymous volume is left.
+	Tmpfs []string
+	// ReadyTimeout is how long the probe may take to pass after start.
+	ReadyTimeout time.Duration
+}
+
+// Container is the engine-specific part of a sandbox's run spec.
+type Container struct {
+	Env     map[string]string
+	Command []string
+}
+
+// Credentials are what a sandbox is set up with. Every service of every
+// sandbox gets its own Credentials (see NewCredentials).
+type Credentials struct {
+	User     string
+	Password string
+	Database string
+}
+
+// Endpoint is a host and port to connect to.
+type Endpoint struct {
+	Host string
+	Port int
+}
+
+// ProbeStep is one command of a readiness probe.
+type ProbeStep struct {
+	// Cmd is the argv run inside the sandbox container. It never holds a
+	// password: secrets go in Env, so they stay out of process lists and
+	// error messages.
+	Cmd []string
+	// Env is added to the exec's environment.
+	Env map[string]string
+	// Check judges the finished exec: nil means this step passed.
+	Check func(runtime.ExecResult) error
+}
+
+// EnvVar is one variable a sandbox emits.
+type EnvVar struct {
+	Name  string
+	Value string
+	// Secret marks values that hold a password (the password itself, and
+	// URLs that embed it), for masking in anything meant for humans.
+	Secret bool
+}

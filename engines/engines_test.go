@@ -1,0 +1,246 @@
+package engines_test
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+func TestDefaultRegistry(t *testing.T) {
+	assert.Equal(t, []string{"postgres", "redis", "mongo"}, engines.Default.Names())
+	tests := []struct {
+		name    string
+		short   string
+		image   string
+		port    int
+		tmpfs   []string
+		timeout time.Duration
+	}{
+		{"postgres", "pg", "postgres:16-alpine", 5432, []string{"/var/lib/postgresql/data"}, 60 * time.Second},
+		{"redis", "redis", "redis:8-alpine", 6379, []string{"/data"}, 15 * time.Second},
+		{"mongo", "mongo", "mongo:8", 27017, []string{"/data/db", "/data/configdb"}, 60 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, ok := engines.Default.Lookup(tt.name)
+			require.True(t, ok)
+			s := e.Spec()
+			assert.Equal(t, tt.short, s.Short)
+			assert.Equal(t, tt.image, s.Image)
+			assert.Equal(t, tt.port, s.Port)
+			assert.Equal(t, tt.tmpfs, s.Tmpfs)
+			assert.Equal(t, tt.timeout, s.ReadyTimeout)
+		})
+	}
+}
+
+func TestEnvNamesAndValues(t *testing.T) {
+	cred := engines.Credentials{User: "sandbox", Password: "0123456789abcdef0123456789abcdef", Database: "sandbox"}
+	ep := engines.Endpoint{Host: "10.1.2.3", Port: 5555}
+	tests := []struct {
+		engine string
+		want   [][2]string
+	}{
+		{"postgres", [][2]string{
+			{"ROBOCO_TEST_DB_HOST", "10.1.2.3"},
+			{"ROBOCO_TEST_DB_PORT", "5555"},
+			{"ROBOCO_TEST_DB_USER", "sandbox"},
+			{"ROBOCO_TEST_DB_PASSWORD", cred.Password},
+			{"ROBOCO_TEST_DB_NAME", "sandbox"},
+			{"ROBOCO_TEST_DB_ADMIN_DB", "postgres"},
+			{"ROBOCO_TEST_DB_URL", "postgres://sandbox:" + cred.Password + "@10.1.2.3:5555/sandbox?sslmode=disable"},
+		}},
+		{"redis", [][2]string{
+			{"ROBOCO_TEST_REDIS_HOST", "10.1.2.3"},
+			{"ROBOCO_TEST_REDIS_PORT", "5555"},
+			{"ROBOCO_TEST_REDIS_PASSWORD", cred.Password},
+			{"ROBOCO_TEST_REDIS_URL", "redis://:" + cred.Password + "@10.1.2.3:5555/0"},
+		}},
+		{"mongo", [][2]string{
+			{"ROBOCO_TEST_MONGO_HOST", "10.1.2.3"},
+			{"ROBOCO_TEST_MONGO_PORT", "5555"},
+			{"ROBOCO_TEST_MONGO_USER", "sandbox"},
+			{"ROBOCO_TEST_MONGO_PASSWORD", cred.Password},
+			{"ROBOCO_TEST_MONGO_DB", "sandbox"},
+			{"ROBOCO_TEST_MONGO_AUTH_DB", "admin"},
+			{"ROBOCO_TEST_MONGO_URL", "mongodb://sandbox:" + cred.Password + "@10.1.2.3:5555/sandbox?authSource=admin"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.engine, func(t *testing.T) {
+			e, _ := engines.Default.Lookup(tt.engine)
+			env := e.Env("ROBOCO_TEST", ep, cred)
+			got := make([][2]string, len(env))
+			for i, v := range env {
+				got[i] = [2]string{v.Name, v.Value}
+				assert.Equal(t, strings.Contains(v.Value, cred.Password), v.Secret, "%s: Secret marks exactly the values holding the password", v.Name)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestURLsEscape(t *testing.T) {
+	cred := engines.Credentials{User: "us@er:x", Password: "p@ss:w/rd?#%&", Database: "d b"}
+	tests := []struct {
+		engine string
+		ep     engines.Endpoint
+	}{
+		{"postgres", engines.Endpoint{Host: "10.0.0.1", Port: 5432}},
+		{"redis", engines.Endpoint{Host: "fd00::1", Port: 6379}},
+		{"mongo", engines.Endpoint{Host: "fd00::2", Port: 27017}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.engine, func(t *testing.T) {
+			e, _ := engines.Default.Lookup(tt.engine)
+			var raw string
+			for _, v := range e.Env("P", tt.ep, cred) {
+				if strings.HasSuffix(v.Name, "_URL") {
+					raw = v.Value
+				}
+			}
+			require.NotEmpty(t, raw)
+			u, err := url.Parse(raw)
+			require.NoError(t, err)
+			pw, _ := u.User.Password()
+			assert.Equal(t, cred.Password, pw, "the password survives a parse")
+			assert.Equal(t, tt.ep.Host, u.Hostname())
+			if tt.engine != "redis" {
+				assert.Equal(t, cred.User, u.User.Username())
+				assert.Equal(t, "/"+cred.Database, u.Path)
+			}
+		})
+	}
+}
+
+func TestContainerDefaults(t *testing.T) {
+	cred := engines.Credentials{User: "sandbox", Password: "pw", Database: "sandbox"}
+	tests := []struct {
+		engine  string
+		env     map[string]string
+		command []string
+	}{
+		{"postgres", map[string]string{"POSTGRES_USER": "sandbox", "POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "sandbox"},
+			[]string{"postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"}},
+		{"redis", nil, []string{"redis-server", "--requirepass", "pw", "--save", "", "--appendonly", "no"}},
+		{"mongo", map[string]string{"MONGO_INITDB_ROOT_USERNAME": "sandbox", "MONGO_INITDB_ROOT_PASSWORD": "pw"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.engine, func(t *testing.T) {
+			e, _ := engines.Default.Lookup(tt.engine)
+			c := e.Container(cred)
+			assert.Equal(t, tt.env, c.Env)
+			assert.Equal(t, tt.command, c.Command)
+		})
+	}
+}
+
+func TestProbes(t *testing.T) {
+	cred := engines.Credentials{User: "sandbox", Password: "s3cr3tpassw0rd", Database: "sandbox"}
+	ep := engines.Endpoint{Host: "172.18.0.5", Port: 1234}
+	tests := []struct {
+		engine string
+		argv0  []string
+		pass   []runtime.ExecResult // one per step, all passing
+		fail   []runtime.ExecResult // per step, a failing answer
+	}{
+		{"postgres", []string{"pg_isready", "psql"},
+			[]runtime.ExecResult{{}, {Stdout: []byte("1\n")}},
+			[]runtime.ExecResult{{ExitCode: 2}, {ExitCode: 2, Stderr: []byte("password authentication failed")}}},
+		{"redis", []string{"redis-cli"},
+			[]runtime.ExecResult{{Stdout: []byte("PONG\n")}},
+			[]runtime.ExecResult{{Stdout: []byte("NOAUTH Authentication required.\n")}}},
+		{"mongo", []string{"mongosh"},
+			[]runtime.ExecResult{{Stdout: []byte("1\n")}},
+			[]runtime.ExecResult{{ExitCode: 1, Stderr: []byte("MongoServerSelectionError: connect ECONNREFUSED")}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.engine, func(t *testing.T) {
+			e, _ := engines.Default.Lookup(tt.engine)
+			steps := e.Probe(ep, cred)
+			require.Len(t, steps, len(tt.argv0))
+			for i, st := range steps {
+				assert.Equal(t, tt.argv0[i], st.Cmd[0])
+				assert.Contains(t, strings.Join(st.Cmd, " ")+" "+envValues(st.Env), ep.Host, "the probe targets the given address")
+				assert.NotContains(t, strings.Join(st.Cmd, " "), cred.Password, "no password in argv")
+				assert.NotContains(t, st.Cmd, "127.0.0.1")
+				assert.NotContains(t, st.Cmd, "localhost")
+				assert.NoError(t, st.Check(tt.pass[i]))
+				assert.Error(t, st.Check(tt.fail[i]))
+			}
+		})
+	}
+}
+
+func envValues(m map[string]string) string {
+	var b strings.Builder
+	for _, v := range m {
+		b.WriteString(v + " ")
+	}
+	return b.String()
+}
+
+func TestCredentials(t *testing.T) {
+	hex32 := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	seen := map[string]bool{}
+	for range 50 {
+		c, err := engines.NewCredentials()
+		require.NoError(t, err)
+		assert.Equal(t, "sandbox", c.User)
+		assert.Equal(t, "sandbox", c.Database)
+		assert.Regexp(t, hex32, c.Password)
+		assert.False(t, seen[c.Password], "passwords repeat")
+		seen[c.Password] = true
+	}
+}
+
+// fakeEngine is a minimal engine for registry tests.
+type fakeEngine struct{ spec engines.Spec }
+
+func (f fakeEngine) Spec() engines.Spec                            { return f.spec }
+func (fakeEngine) Container(engines.Credentials) engines.Container { return engines.Container{} }
+func (fakeEngine) Probe(engines.Endpoint, engines.Credentials) []engines.ProbeStep {
+	return nil
+}
+func (fakeEngine) Env(string, engines.Endpoint, engines.Credentials) []engines.EnvVar { return nil }
+
+func TestRegister(t *testing.T) {
+	ok := engines.Spec{Name: "kv", Short: "kv", Image: "kv:1", Port: 1, ReadyTimeout: time.Second}
+	with := func(f func(*engines.Spec)) engines.Spec { s := ok; f(&s); return s }
+	tests := []struct {
+		name    string
+		spec    engines.Spec
+		wantErr string
+	}{
+		{"Valid", ok, ""},
+		{"BadName", with(func(s *engines.Spec) { s.Name = "K V" }), "name must be"},
+		{"EmptyShort", with(func(s *engines.Spec) { s.Short = "" }), "short name"},
+		{"NoImage", with(func(s *engines.Spec) { s.Image = "" }), "no default image"},
+		{"BadPort", with(func(s *engines.Spec) { s.Port = 70000 }), "out of range"},
+		{"NoTimeout", with(func(s *engines.Spec) { s.ReadyTimeout = 0 }), "ready timeout"},
+		{"DuplicateName", with(func(s *engines.Spec) { s.Name = "redis"; s.Short = "r2" }), "already registered"},
+		{"DuplicateShort", with(func(s *engines.Spec) { s.Short = "pg" }), "already used by postgres"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := engines.NewRegistry(engines.Postgres{}, engines.Redis{}, fakeEngine{tt.spec})
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+	reg := engines.MustRegistry(engines.Mongo{}, fakeEngine{ok})
+	assert.Equal(t, []string{"mongo", "kv"}, reg.Names(), "registration order")
+	assert.Equal(t, 1, reg.Index("kv"))
+	assert.Equal(t, -1, reg.Index("postgres"))
+}

@@ -1,0 +1,79 @@
+package engines
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Mongo is MongoDB on the official image's contract
+// (MONGO_INITDB_ROOT_USERNAME / MONGO_INITDB_ROOT_PASSWORD create a root
+// user in the admin database; first start initialises through a temporary
+// server on 127.0.0.1).
+type Mongo struct{}
+
+// Spec describes the mongo engine.
+func (Mongo) Spec() Spec {
+	return Spec{
+		Name:         "mongo",
+		Short:        "mongo",
+		Image:        "mongo:8",
+		Port:         27017,
+		Tmpfs:        []string{"/data/db", "/data/configdb"},
+		ReadyTimeout: 60 * time.Second,
+	}
+}
+
+// Container sets the root user; the server's own defaults are kept.
+func (Mongo) Container(cred Credentials) Container {
+	return Container{
+		Env: map[string]string{
+			"MONGO_INITDB_ROOT_USERNAME": cred.User,
+			"MONGO_INITDB_ROOT_PASSWORD": cred.Password,
+		},
+	}
+}
+
+// probeURLEnv carries the probe's connection URL into mongosh, so that the
+// password is never in argv.
+const probeURLEnv = "SANDBOXER_PROBE_URL"
+
+// Probe connects with mongosh as the root user (auth database admin) and
+// runs ping, expecting 1. Short selection and connect timeouts keep one
+// attempt well under the poll interval's scale when the server is down.
+func (Mongo) Probe(ep Endpoint, cred Credentials) []ProbeStep {
+	u := url.URL{
+		Scheme:   "mongodb",
+		User:     url.UserPassword(cred.User, cred.Password),
+		Host:     hostPort(ep),
+		Path:     "/admin",
+		RawQuery: "authSource=admin&directConnection=true&serverSelectionTimeoutMS=2000&connectTimeoutMS=2000",
+	}
+	return []ProbeStep{{
+		Cmd: []string{"mongosh", "--nodb", "--quiet", "--norc", "--eval",
+			"print(connect(process.env." + probeURLEnv + ").runCommand({ping: 1}).ok)"},
+		Env:   map[string]string{probeURLEnv: u.String()},
+		Check: StdoutIs("1"),
+	}}
+}
+
+// Env emits <P>_MONGO_HOST, PORT, USER, PASSWORD, DB, AUTH_DB and URL.
+func (Mongo) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
+	u := url.URL{
+		Scheme:   "mongodb",
+		User:     url.UserPassword(cred.User, cred.Password),
+		Host:     hostPort(ep),
+		Path:     "/" + cred.Database,
+		RawQuery: "authSource=admin",
+	}
+	p := prefix + "_MONGO_"
+	return []EnvVar{
+		{Name: p + "HOST", Value: ep.Host},
+		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
+		{Name: p + "USER", Value: cred.User},
+		{Name: p + "PASSWORD", Value: cred.Password, Secret: true},
+		{Name: p + "DB", Value: cred.Database},
+		{Name: p + "AUTH_DB", Value: "admin"},
+		{Name: p + "URL", Value: u.String(), Secret: true},
+	}
+}

@@ -1,0 +1,60 @@
+package engines
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Redis is Redis with a password and persistence off.
+type Redis struct{}
+
+// Spec describes the redis engine. The image declares /data a VOLUME; it is
+// a tmpfs so that no anonymous volume is created (with persistence off
+// nothing is written there anyway).
+func (Redis) Spec() Spec {
+	return Spec{
+		Name:         "redis",
+		Short:        "redis",
+		Image:        "redis:8-alpine",
+		Port:         6379,
+		Tmpfs:        []string{"/data"},
+		ReadyTimeout: 15 * time.Second,
+	}
+}
+
+// Container runs redis-server with a password, no RDB snapshots and no
+// append-only file.
+func (Redis) Container(cred Credentials) Container {
+	return Container{
+		Command: []string{"redis-server", "--requirepass", cred.Password, "--save", "", "--appendonly", "no"},
+	}
+}
+
+// Probe pings with the password in REDISCLI_AUTH (not argv) and expects
+// PONG; redis-cli exits 0 on error replies such as NOAUTH or LOADING, so the
+// answer is what counts.
+func (Redis) Probe(ep Endpoint, cred Credentials) []ProbeStep {
+	return []ProbeStep{{
+		Cmd:   []string{"redis-cli", "-h", ep.Host, "-p", strconv.Itoa(ep.Port), "--no-auth-warning", "ping"},
+		Env:   map[string]string{"REDISCLI_AUTH": cred.Password},
+		Check: StdoutIs("PONG"),
+	}}
+}
+
+// Env emits <P>_REDIS_HOST, PORT, PASSWORD and URL (database 0).
+func (Redis) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
+	u := url.URL{
+		Scheme: "redis",
+		User:   url.UserPassword("", cred.Password),
+		Host:   hostPort(ep),
+		Path:   "/0",
+	}
+	p := prefix + "_REDIS_"
+	return []EnvVar{
+		{Name: p + "HOST", Value: ep.Host},
+		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
+		{Name: p + "PASSWORD", Value: cred.Password, Secret: true},
+		{Name: p + "URL", Value: u.String(), Secret: true},
+	}
+}
