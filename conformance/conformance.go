@@ -1,0 +1,182 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Fixtures are the images the suite runs, served by the loopback registry
+// that `make env` starts.
+type Fixtures struct {
+	// Registry is the loopback registry, "127.0.0.1:PORT"
+	// (SANDBOXER_REGISTRY). Without it the pull semantics cannot run.
+	Registry string
+	// Busybox is a busybox image ref in that registry
+	// (SANDBOXER_IMAGE_BUSYBOX).
+	Busybox string
+	// BusyboxVolume is the same image plus VOLUME /data
+	// (SANDBOXER_IMAGE_BUSYBOX_VOLUME).
+	BusyboxVolume string
+}
+
+// FixturesFromEnv reads the fixtures from the environment and
+// build/images.env. A missing image ends the test through
+// testenv.Unavailable (a skip, or a failure when SANDBOXER_REQUIRE names
+// the runtime); a missing registry only ends the pull semantics, later.
+func FixturesFromEnv(t testing.TB, runtime string) Fixtures {
+	t.Helper()
+	return Fixtures{
+		Registry:      testenv.Getenv("SANDBOXER_REGISTRY"),
+		Busybox:       testenv.Image(t, runtime, "busybox"),
+		BusyboxVolume: testenv.Image(t, runtime, "busybox_volume"),
+	}
+}
+
+// Config is what an adapter's TestConformance hands to Run.
+type Config struct {
+	// Runtime names the backend: "docker", "podman" or "containerd". The
+	// subtests are TestConformance/<Runtime>/<Semantic>.
+	Runtime string
+	// New connects to the backend (or ends the test with
+	// testenv.Unavailable) and registers Close in t.Cleanup.
+	New func(t testing.TB) runtime.ContainerRuntime
+	// Fixtures are the images and the registry the suite uses.
+	Fixtures Fixtures
+	// Volumes lists the backend's volume names; the anonymous-volume
+	// semantic compares it before, during and after a container's life.
+	Volumes func(ctx context.Context) ([]string, error)
+	// HostDataDirs are where the backend keeps container filesystems on
+	// the host (e.g. /var/lib/docker); the tmpfs semantic proves that a
+	// file written to a tmpfs path appears under none of them.
+	HostDataDirs []string
+}
+
+// semantic is one behaviour of the port, proven by one subtest.
+type semantic struct {
+	name string
+	test func(t *testing.T, s *suite)
+}
+
+// semantics is the checklist, in the order of the design's list. The
+// package documentation lists the same names.
+var semantics = []semantic{
+	{"ImageExistsPullExists", testImageExistsPullExists},
+	{"PullMissingIsImageNotFound", testPullMissingIsImageNotFound},
+	{"RunAbsentImageIsImageNotFound", testRunAbsentImageIsImageNotFound},
+	{"RunHonoursNameEnvCommandLabels", testRunHonoursNameEnvCommandLabels},
+	{"TmpfsIsTmpfsAndNotOnHostDisk", testTmpfsIsTmpfsAndNotOnHostDisk},
+	{"MemoryCPUPidsLimitsInCgroup", testMemoryCPUPidsLimitsInCgroup},
+	{"RunHonoursUlimits", testRunHonoursUlimits},
+	{"ExecStdoutStderrExitCodeEnv", testExecStdoutStderrExitCodeEnv},
+	{"StopAfterGraceWhenTERMIgnored", testStopAfterGraceWhenTERMIgnored},
+	{"KillStopsAtOnce", testKillStopsAtOnce},
+	{"InspectAbsentIsNotFound", testInspectAbsentIsNotFound},
+	{"ExecStopKillAbsentAreNotFound", testExecStopKillAbsentAreNotFound},
+	{"RunDuplicateNameIsAlreadyExists", testRunDuplicateNameIsAlreadyExists},
+	{"RemoveAbsentIsNoError", testRemoveAbsentIsNoError},
+	{"StopStoppedIsNoError", testStopStoppedIsNoError},
+	{"ListBySelectorAcrossStates", testListBySelectorAcrossStates},
+	{"SiblingReachability", testSiblingReachability},
+	{"PublishedPortLoopbackOnly", testPublishedPortLoopbackOnly},
+	{"CreateNetworkDuplicateIsAlreadyExists", testCreateNetworkDuplicateIsAlreadyExists},
+	{"RemoveNetworkAbsentIsNoError", testRemoveNetworkAbsentIsNoError},
+	{"NoSocketHostMountOrPrivilege", testNoSocketHostMountOrPrivilege},
+	{"RemoveDeletesAnonymousVolumes", testRemoveDeletesAnonymousVolumes},
+	{"ParallelRunRemoveLeavesNothing", testParallelRunRemoveLeavesNothing},
+}
+
+// Run runs every semantic against the runtime that cfg.New connects to, as
+// subtests TestConformance/<cfg.Runtime>/<Semantic>. Call it from a test
+// named TestConformance.
+func Run(t *testing.T, cfg Config) {
+	t.Run(cfg.Runtime, func(t *testing.T) {
+		s := setUp(t, cfg)
+		for _, sem := range semantics {
+			t.Run(sem.name, func(t *testing.T) { sem.test(t, s) })
+		}
+		t.Run("LeavesNothingBehind", s.testLeavesNothingBehind)
+	})
+}
+
+// setUp checks the config, connects, makes sure the fixture images are
+// present and arms a last-resort sweep of everything labelled with this
+// run's id.
+func setUp(t *testing.T, cfg Config) *suite {
+	t.Helper()
+	require.NotEmpty(t, cfg.Runtime, "Config.Runtime")
+	require.NotNil(t, cfg.New, "Config.New")
+	require.NotEmpty(t, cfg.Fixtures.Busybox, "Config.Fixtures.Busybox")
+	require.NotEmpty(t, cfg.Fixtures.BusyboxVolume, "Config.Fixtures.BusyboxVolume")
+
+	rt := cfg.New(t)
+	require.NotNil(t, rt, "Config.New returned no runtime")
+	require.Equal(t, cfg.Runtime, rt.Name(), "the runtime's Name must be Config.Runtime")
+
+	s := &suite{cfg: cfg, rt: rt, runID: randomHex(4)}
+	t.Logf("conformance run %s against %s at %s", s.runID, rt.Name(), rt.Endpoint())
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	info, err := rt.Version(ctx)
+	require.NoError(t, err, "version")
+	t.Logf("%s %s (API %s), cgroup v%s, rootless=%v", info.Runtime, info.Version, info.APIVersion, info.CgroupVersion, info.Rootless)
+
+	for _, ref := range []string{cfg.Fixtures.Busybox, cfg.Fixtures.BusyboxVolume} {
+		s.ensureImage(t, ctx, ref)
+	}
+
+	// Registered after New, so it runs before the runtime is closed.
+	t.Cleanup(s.sweep(t))
+	return s
+}
+
+// ensureImage pulls a fixture image when it is absent. An image that can be
+// neither found nor pulled makes the runtime unavailable for the suite.
+func (s *suite) ensureImage(t *testing.T, ctx context.Context, ref string) {
+	t.Helper()
+	ok, err := s.rt.ImageExists(ctx, ref)
+	require.NoError(t, err, "image exists %s", ref)
+	if ok {
+		return
+	}
+	if err := s.rt.PullImage(ctx, ref, nil); err != nil {
+		testenv.Unavailable(t, s.cfg.Runtime, "fixture image %s is absent and cannot be pulled: %v", ref, err)
+	}
+}
+
+// sweep removes whatever is still labelled with this run's id, as a last
+// resort: the subtests' own cleanups should have left nothing, which
+// LeavesNothingBehind asserts.
+func (s *suite) sweep(t *testing.T) func() {
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		left, err := s.rt.List(ctx, map[string]string{runLabel: s.runID})
+		if err != nil {
+			t.Errorf("final sweep: list: %v", err)
+			return
+		}
+		for _, c := range left {
+			t.Logf("final sweep: removing leftover %s", c.Name)
+			if err := s.rt.Remove(ctx, c.Name); err != nil {
+				t.Errorf("final sweep: remove %s: %v", c.Name, err)
+			}
+		}
+	}
+}
+
+// testLeavesNothingBehind: once every semantic has run and cleaned up, no
+// container labelled with this run's id exists, in any state.
+func (s *suite) testLeavesNothingBehind(t *testing.T) {
+	ctx := testContext(t)
+	left, err := s.rt.List(ctx, map[string]string{runLabel: s.runID})
+	require.NoError(t, err)
+	assert.Empty(t, containerNames(left), "containers left behind by run %s", s.runID)
+}

@@ -1,0 +1,71 @@
+// Package conformance is the one test suite that every runtime adapter
+// runs: same inputs, same outcomes. It proves that a backend behind
+// runtime.ContainerRuntime honours the sibling-container semantics of the
+// design, against the real daemon (nothing is mocked), so that the
+// lifecycle code above the port never has to know which runtime it drives.
+//
+// An adapter calls it from a test named TestConformance:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Config{
+//			Runtime:      "docker",
+//			New:          func(t testing.TB) runtime.ContainerRuntime { ... },
+//			Fixtures:     conformance.FixturesFromEnv(t, "docker"),
+//			Volumes:      func(ctx context.Context) ([]string, error) { ... },
+//			HostDataDirs: []string{"/var/lib/docker"},
+//		})
+//	}
+//
+// Every semantic is its own subtest, so `go test -v` reads as a checklist,
+// TestConformance/<runtime>/<Semantic>:
+//
+//   - ImageExistsPullExists: a ref absent locally is not there, pulls from
+//     the loopback registry with progress, and is there afterwards.
+//   - PullMissingIsImageNotFound: pulling a ref the registry does not have
+//     is ErrImageNotFound.
+//   - RunAbsentImageIsImageNotFound: Run does not pull; an absent image is
+//     ErrImageNotFound and leaves no container behind.
+//   - RunHonoursNameEnvCommandLabels: name, env, entrypoint/command and
+//     labels (exact round trip) are what the container gets and what
+//     inspect and list report.
+//   - TmpfsIsTmpfsAndNotOnHostDisk: tmpfs paths are tmpfs inside, with
+//     their options, and a file written there appears nowhere under the
+//     backend's host data directories.
+//   - MemoryCPUPidsLimitsInCgroup: memory, (fractional) CPU and pids
+//     limits are in the container's cgroup files (v1 or v2).
+//   - RunHonoursUlimits: rlimits are those of the container's processes.
+//   - ExecStdoutStderrExitCodeEnv: exec returns stdout, stderr and the exit
+//     code, passes env and user.
+//   - StopAfterGraceWhenTERMIgnored: stop waits out the grace, then kills.
+//   - KillStopsAtOnce: kill does not wait for a grace.
+//   - InspectAbsentIsNotFound: inspect of an absent container is
+//     ErrNotFound, and the error names the runtime and the container.
+//   - ExecStopKillAbsentAreNotFound: the other verbs on an absent container
+//     are ErrNotFound too.
+//   - RunDuplicateNameIsAlreadyExists: a second run under a live name is
+//     ErrAlreadyExists and leaves the first container untouched.
+//   - RemoveAbsentIsNoError: remove is idempotent.
+//   - StopStoppedIsNoError: stop and kill of an exited container succeed.
+//   - ListBySelectorAcrossStates: list returns exactly the containers whose
+//     labels match every pair, created, running and exited alike.
+//   - SiblingReachability: a container on a network is reachable from
+//     another one on it, at the address inspect reports.
+//   - PublishedPortLoopbackOnly: a published port defaults to 127.0.0.1 and
+//     an ephemeral host port, is reachable from the host and listens on no
+//     other address.
+//   - CreateNetworkDuplicateIsAlreadyExists: network names are unique.
+//   - RemoveNetworkAbsentIsNoError: network removal is idempotent.
+//   - NoSocketHostMountOrPrivilege: no runtime socket, host-path mount,
+//     privileged mode or full capability set that nobody asked for.
+//   - RemoveDeletesAnonymousVolumes: an image's VOLUME leaves no volume
+//     behind once the container is removed.
+//   - ParallelRunRemoveLeavesNothing: concurrent runs and removes leave
+//     nothing behind.
+//   - LeavesNothingBehind: after all of the above, nothing labelled with
+//     this run's id is left.
+//
+// Every container and network the suite creates has a unique name
+// (sbx-conf-<run id>-<random>) and the label sandboxer.conformance=<run id>,
+// and is removed by a cleanup registered before it is created, so a
+// failing subtest leaves nothing behind either.
+package conformance

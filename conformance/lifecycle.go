@@ -1,0 +1,326 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+const (
+	// stopGrace is the grace Stop is given for a process that ignores
+	// SIGTERM; Kill must return well within it.
+	stopGrace = 3 * time.Second
+	// clockTolerance absorbs timer granularity when measuring the grace.
+	clockTolerance = 250 * time.Millisecond
+	// parallelRuns is how many containers run and go at once.
+	parallelRuns = 10
+)
+
+// ignoreTERM is a PID 1 that survives SIGTERM: only a kill ends it.
+var ignoreTERM = []string{"sh", "-c", `trap "" TERM; while :; do sleep 1; done`}
+
+// testExecStdoutStderrExitCodeEnv: exec returns the process's stdout,
+// stderr and exit code separately, passes argv verbatim, adds env for that
+// process only, and honours the user.
+func testExecStdoutStderrExitCodeEnv(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	spec := s.spec(t)
+	spec.Env = map[string]string{"SBX_CONF_BASE": "base value"}
+	s.run(t, ctx, spec)
+
+	large := strings.Repeat("x", 1<<20)
+	cases := []struct {
+		name       string
+		exec       runtime.ExecSpec
+		wantStdout string
+		wantStderr string
+		wantCode   int
+	}{
+		{
+			name:       "stdout",
+			exec:       runtime.ExecSpec{Cmd: []string{"sh", "-c", `printf 'out\nput'`}},
+			wantStdout: "out\nput",
+		},
+		{
+			name:       "stderr",
+			exec:       runtime.ExecSpec{Cmd: []string{"sh", "-c", `printf oops >&2`}},
+			wantStderr: "oops",
+		},
+		{
+			name:       "both and an exit code",
+			exec:       runtime.ExecSpec{Cmd: []string{"sh", "-c", `printf o; printf e >&2; exit 7`}},
+			wantStdout: "o",
+			wantStderr: "e",
+			wantCode:   7,
+		},
+		{
+			name:     "exit code without output",
+			exec:     runtime.ExecSpec{Cmd: []string{"false"}},
+			wantCode: 1,
+		},
+		{
+			name:       "argv is passed verbatim",
+			exec:       runtime.ExecSpec{Cmd: []string{"printf", "%s|", "a b", "$HOME", "'c'"}},
+			wantStdout: "a b|$HOME|'c'|",
+		},
+		{
+			name: "env is added to the container's",
+			exec: runtime.ExecSpec{
+				Cmd: []string{"sh", "-c", `printf '%s|%s' "$SBX_CONF_EXEC" "$SBX_CONF_BASE"`},
+				Env: map[string]string{"SBX_CONF_EXEC": "exec value=1"},
+			},
+			wantStdout: "exec value=1|base value",
+		},
+		{
+			name:       "env does not outlive its exec",
+			exec:       runtime.ExecSpec{Cmd: []string{"sh", "-c", `printf '%s' "${SBX_CONF_EXEC-unset}"`}},
+			wantStdout: "unset",
+		},
+		{
+			name:       "user",
+			exec:       runtime.ExecSpec{Cmd: []string{"id", "-u"}, User: "65534"},
+			wantStdout: "65534\n",
+		},
+		{
+			name:       "large stdout",
+			exec:       runtime.ExecSpec{Cmd: []string{"sh", "-c", `head -c 1048576 /dev/zero | tr '\0' x`}},
+			wantStdout: large,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := s.rt.Exec(ctx, spec.Name, tc.exec)
+			require.NoError(t, err, "exec %q", tc.exec.Cmd)
+			assert.Equal(t, tc.wantCode, res.ExitCode, "exit code (stderr %s)", clip(res.Stderr))
+			if len(tc.wantStdout) > outputLimit {
+				assert.True(t, string(res.Stdout) == tc.wantStdout, "stdout: %d bytes, want %d", len(res.Stdout), len(tc.wantStdout))
+			} else {
+				assert.Equal(t, tc.wantStdout, string(res.Stdout), "stdout")
+			}
+			assert.Equal(t, tc.wantStderr, string(res.Stderr), "stderr")
+		})
+	}
+}
+
+// testStopAfterGraceWhenTERMIgnored: Stop of a process that ignores SIGTERM
+// waits out the grace, then kills it: it returns after the grace with the
+// container exited.
+func testStopAfterGraceWhenTERMIgnored(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	spec := s.spec(t)
+	spec.Command = ignoreTERM
+	s.run(t, ctx, spec)
+
+	start := time.Now()
+	err := s.rt.Stop(ctx, spec.Name, stopGrace)
+	elapsed := time.Since(start)
+	require.NoError(t, err, "stop")
+	assert.GreaterOrEqual(t, elapsed, stopGrace-clockTolerance, "stop returned before the grace was over")
+
+	c, err := s.rt.Inspect(ctx, spec.Name)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.StateExited, c.State, "state once stop returned")
+}
+
+// testKillStopsAtOnce: Kill ends even a process that ignores SIGTERM
+// without waiting for any grace, and the container is not running when it
+// returns.
+func testKillStopsAtOnce(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	spec := s.spec(t)
+	spec.Command = ignoreTERM
+	s.run(t, ctx, spec)
+
+	start := time.Now()
+	err := s.rt.Kill(ctx, spec.Name)
+	elapsed := time.Since(start)
+	require.NoError(t, err, "kill")
+	assert.Less(t, elapsed, stopGrace, "kill took as long as a graceful stop")
+
+	c, err := s.rt.Inspect(ctx, spec.Name)
+	require.NoError(t, err)
+	assert.False(t, c.Running(), "the container is still running once kill returned")
+	assert.Equal(t, runtime.StateExited, c.State, "state once kill returned")
+}
+
+// testInspectAbsentIsNotFound: inspecting a container that does not exist
+// (never did, or was removed) is ErrNotFound, naming the runtime and it.
+func testInspectAbsentIsNotFound(t *testing.T, s *suite) {
+	cases := []struct {
+		name   string
+		absent func(t *testing.T, ctx context.Context) string
+	}{
+		{name: "never created", absent: func(*testing.T, context.Context) string { return s.newName() }},
+		{name: "unknown id", absent: func(*testing.T, context.Context) string { return randomHex(32) }},
+		{name: "removed", absent: func(t *testing.T, ctx context.Context) string {
+			spec := s.spec(t)
+			s.run(t, ctx, spec)
+			require.NoError(t, s.rt.Remove(ctx, spec.Name), "remove")
+			return spec.Name
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			name := tc.absent(t, ctx)
+			_, err := s.rt.Inspect(ctx, name)
+			require.Error(t, err, "inspect of absent %s", name)
+			assert.ErrorIs(t, err, runtime.ErrNotFound)
+			assertErrorNames(t, err, s.rt.Name(), name)
+		})
+	}
+}
+
+// testExecStopKillAbsentAreNotFound: the verbs that need a container, other
+// than Remove, report an absent one as ErrNotFound too.
+func testExecStopKillAbsentAreNotFound(t *testing.T, s *suite) {
+	cases := []struct {
+		verb string
+		call func(ctx context.Context, name string) error
+	}{
+		{verb: "exec", call: func(ctx context.Context, name string) error {
+			_, err := s.rt.Exec(ctx, name, runtime.ExecSpec{Cmd: []string{"true"}})
+			return err
+		}},
+		{verb: "stop", call: func(ctx context.Context, name string) error { return s.rt.Stop(ctx, name, time.Second) }},
+		{verb: "kill", call: func(ctx context.Context, name string) error { return s.rt.Kill(ctx, name) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.verb, func(t *testing.T) {
+			ctx := testContext(t)
+			name := s.newName()
+			err := tc.call(ctx, name)
+			require.Error(t, err, "%s of absent %s", tc.verb, name)
+			assert.ErrorIs(t, err, runtime.ErrNotFound)
+			assertErrorNames(t, err, s.rt.Name(), name)
+		})
+	}
+}
+
+// testRunDuplicateNameIsAlreadyExists: a second Run under the name of a
+// live container is ErrAlreadyExists, leaves the first container as it was
+// and creates nothing.
+func testRunDuplicateNameIsAlreadyExists(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	first := s.spec(t)
+	first.Labels = s.labels(t, map[string]string{"sbx.conf/which": "first"})
+	orig := s.run(t, ctx, first)
+
+	dupKey := randomHex(4)
+	second := s.spec(t)
+	second.Name = first.Name
+	second.Command = []string{"sleep", "3599"}
+	second.Labels = s.labels(t, map[string]string{"sbx.conf/which": "second", "sbx.conf/dup": dupKey})
+	_, err := s.rt.Run(ctx, second)
+	require.Error(t, err, "second run under %s", first.Name)
+	assert.ErrorIs(t, err, runtime.ErrAlreadyExists)
+	assertErrorNames(t, err, s.rt.Name(), first.Name)
+
+	c, err := s.rt.Inspect(ctx, first.Name)
+	require.NoError(t, err)
+	assert.Equal(t, orig.ID, c.ID, "the name still belongs to the first container")
+	assert.Equal(t, runtime.StateRunning, c.State, "the first container still runs")
+	assert.Equal(t, "first", c.Labels["sbx.conf/which"], "the first container's labels")
+	assert.Equal(t, []string{"sleep", "3600"}, strings.Split(strings.TrimSuffix(s.readFile(t, ctx, first.Name, "/proc/1/cmdline"), "\x00"), "\x00"),
+		"the first container's process")
+
+	leaked, err := s.rt.List(ctx, map[string]string{"sbx.conf/dup": dupKey})
+	require.NoError(t, err)
+	assert.Empty(t, containerNames(leaked), "the refused run left a container")
+}
+
+// testRemoveAbsentIsNoError: removing a container that does not exist, or
+// no longer does, succeeds, so teardown can be repeated.
+func testRemoveAbsentIsNoError(t *testing.T, s *suite) {
+	cases := []struct {
+		name   string
+		absent func(t *testing.T, ctx context.Context) string
+	}{
+		{name: "never created", absent: func(*testing.T, context.Context) string { return s.newName() }},
+		{name: "already removed", absent: func(t *testing.T, ctx context.Context) string {
+			spec := s.spec(t)
+			s.run(t, ctx, spec)
+			require.NoError(t, s.rt.Remove(ctx, spec.Name), "first remove")
+			return spec.Name
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			name := tc.absent(t, ctx)
+			assert.NoError(t, s.rt.Remove(ctx, name), "remove of absent %s", name)
+			_, err := s.rt.Inspect(ctx, name)
+			assert.ErrorIs(t, err, runtime.ErrNotFound, "inspect after remove")
+		})
+	}
+}
+
+// testStopStoppedIsNoError: stop and kill of a container that has exited
+// succeed and leave it exited.
+func testStopStoppedIsNoError(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	spec := s.spec(t)
+	spec.Command = []string{"true"}
+	s.run(t, ctx, spec)
+	s.waitState(t, ctx, spec.Name, runtime.StateExited)
+
+	cases := []struct {
+		verb string
+		call func() error
+	}{
+		{verb: "stop", call: func() error { return s.rt.Stop(ctx, spec.Name, time.Second) }},
+		{verb: "stop again", call: func() error { return s.rt.Stop(ctx, spec.Name, time.Second) }},
+		{verb: "kill", call: func() error { return s.rt.Kill(ctx, spec.Name) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.verb, func(t *testing.T) {
+			assert.NoError(t, tc.call(), "%s of exited %s", tc.verb, spec.Name)
+			c, err := s.rt.Inspect(ctx, spec.Name)
+			require.NoError(t, err)
+			assert.Equal(t, runtime.StateExited, c.State)
+		})
+	}
+}
+
+// testParallelRunRemoveLeavesNothing: containers run and removed
+// concurrently all succeed and leave nothing behind.
+func testParallelRunRemoveLeavesNothing(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	batch := randomHex(4)
+	specs := make([]runtime.RunSpec, parallelRuns)
+	for i := range specs {
+		specs[i] = s.spec(t)
+		specs[i].Labels = s.labels(t, map[string]string{"sbx.conf/batch": batch})
+		s.track(t, specs[i].Name)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, spec := range specs {
+		g.Go(func() error {
+			if _, err := s.rt.Run(gctx, spec); err != nil {
+				return err
+			}
+			if err := s.rt.Remove(gctx, spec.Name); err != nil {
+				return fmt.Errorf("remove %s: %w", spec.Name, err)
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait(), "%d parallel runs and removes", parallelRuns)
+
+	left, err := s.rt.List(ctx, map[string]string{runLabel: s.runID, "sbx.conf/batch": batch})
+	require.NoError(t, err)
+	assert.Empty(t, containerNames(left), "containers left by the parallel runs")
+	for _, spec := range specs {
+		_, err := s.rt.Inspect(ctx, spec.Name)
+		assert.ErrorIs(t, err, runtime.ErrNotFound, "inspect %s after its remove", spec.Name)
+	}
+}

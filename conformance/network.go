@@ -1,0 +1,232 @@
+package conformance
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+const (
+	// httpPort is where the suite's web servers listen inside containers.
+	httpPort = 8080
+	// reachTimeout bounds how long a server may take to answer.
+	reachTimeout = 30 * time.Second
+)
+
+// serverSpec is a busybox web server that serves token at / on httpPort.
+func (s *suite) serverSpec(t testing.TB, token string) runtime.RunSpec {
+	spec := s.spec(t)
+	spec.Env = map[string]string{"SBX_CONF_TOKEN": token}
+	spec.Command = []string{"sh", "-c", fmt.Sprintf(
+		`mkdir -p /www && printf %%s "$SBX_CONF_TOKEN" > /www/index.html && exec httpd -f -p %d -h /www`, httpPort)}
+	return spec
+}
+
+// testSiblingReachability: a container joined to a network is reachable
+// from another container on that network, at the address inspect reports,
+// on the container port.
+func testSiblingReachability(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	network := s.network(t, ctx)
+	token := randomHex(8)
+
+	server := s.serverSpec(t, token)
+	server.Network = network
+	s.run(t, ctx, server)
+
+	client := s.spec(t)
+	client.Network = network
+	s.run(t, ctx, client)
+
+	c, err := s.rt.Inspect(ctx, server.Name)
+	require.NoError(t, err)
+	addr, ok := c.Networks[network]
+	require.True(t, ok, "inspect reports no address on %s: %v", network, c.Networks)
+	ip := net.ParseIP(addr)
+	require.NotNil(t, ip, "address %q on %s", addr, network)
+	require.NotNil(t, ip.To4(), "address %q on %s is IPv4", addr, network)
+
+	cc, err := s.rt.Inspect(ctx, client.Name)
+	require.NoError(t, err)
+	assert.Contains(t, cc.Networks, network, "the client's networks")
+
+	url := fmt.Sprintf("http://%s/", net.JoinHostPort(addr, strconv.Itoa(httpPort)))
+	poll(t, "the client reaches "+url, reachTimeout, func() error {
+		// timeout(1), not wget -T: Debian's static busybox wget crashes on -T.
+		res, err := s.rt.Exec(ctx, client.Name, runtime.ExecSpec{Cmd: []string{"timeout", "5", "wget", "-q", "-O", "-", url}})
+		switch {
+		case err != nil:
+			return err
+		case res.ExitCode != 0:
+			return fmt.Errorf("wget exit code %d: %s", res.ExitCode, clip(res.Stderr))
+		case string(res.Stdout) != token:
+			return fmt.Errorf("got %q, want the token %q", clip(res.Stdout), token)
+		}
+		return nil
+	})
+}
+
+// testPublishedPortLoopbackOnly: a port published without a host IP or host
+// port is bound on 127.0.0.1 at an ephemeral port, inspect says so, the
+// host reaches the server there, and nothing listens on that port on any
+// other address.
+func testPublishedPortLoopbackOnly(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	token := randomHex(8)
+	spec := s.serverSpec(t, token)
+	spec.Ports = []runtime.PortSpec{{ContainerPort: httpPort}}
+	s.run(t, ctx, spec)
+
+	c, err := s.rt.Inspect(ctx, spec.Name)
+	require.NoError(t, err)
+	require.NotEmpty(t, c.Ports, "inspect reports no published port")
+	hostPort := 0
+	for _, p := range c.Ports {
+		assert.Equal(t, runtime.DefaultHostIP, p.HostIP, "published port %+v: host IP", p)
+		assert.Equal(t, httpPort, p.ContainerPort, "published port %+v: container port", p)
+		assert.Equal(t, "tcp", p.Protocol, "published port %+v: protocol", p)
+		assert.NotZero(t, p.HostPort, "published port %+v: host port", p)
+		if p.HostIP == runtime.DefaultHostIP && p.ContainerPort == httpPort && p.HostPort != 0 {
+			hostPort = p.HostPort
+		}
+	}
+	require.NotZero(t, hostPort, "no binding of %d on %s", httpPort, runtime.DefaultHostIP)
+
+	url := fmt.Sprintf("http://%s/", net.JoinHostPort(runtime.DefaultHostIP, strconv.Itoa(hostPort)))
+	client := &http.Client{Timeout: 2 * time.Second}
+	poll(t, "the host reaches "+url, reachTimeout, func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			return err
+		}
+		if res.StatusCode != http.StatusOK || string(body) != token {
+			return fmt.Errorf("%s: %q, want the token %q", res.Status, clip(body), token)
+		}
+		return nil
+	})
+
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		listeners, err := listeningOn(table, hostPort)
+		require.NoError(t, err)
+		for _, ip := range listeners {
+			assert.True(t, ip.IsLoopback(), "%s: port %d listens on %s, not only on loopback", table, hostPort, ip)
+		}
+	}
+}
+
+// tcpListen is the state of a listening socket in /proc/net/tcp*.
+const tcpListen = "0A"
+
+// listeningOn returns the local addresses of the sockets that listen on
+// port, according to a /proc/net/tcp or /proc/net/tcp6 table of the test's
+// network namespace. An absent table (no IPv6) lists nothing.
+func listeningOn(table string, port int) ([]net.IP, error) {
+	b, err := os.ReadFile(table)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ips []net.IP
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[3] != tcpListen {
+			continue
+		}
+		hexIP, hexPort, ok := strings.Cut(f[1], ":")
+		if !ok {
+			return nil, fmt.Errorf("%s: malformed local address %q", table, f[1])
+		}
+		p, err := strconv.ParseUint(hexPort, 16, 16)
+		if err != nil {
+			return nil, fmt.Errorf("%s: port of %q: %w", table, f[1], err)
+		}
+		if int(p) != port {
+			continue
+		}
+		ip, err := procNetIP(hexIP)
+		if err != nil {
+			return nil, fmt.Errorf("%s: address of %q: %w", table, f[1], err)
+		}
+		ips = append(ips, ip)
+	}
+	return ips, nil
+}
+
+// procNetIP decodes an address of /proc/net/tcp*: the address in 32-bit
+// words, each in host (little-endian) byte order.
+func procNetIP(s string) (net.IP, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != net.IPv4len && len(b) != net.IPv6len {
+		return nil, fmt.Errorf("%d bytes", len(b))
+	}
+	ip := make(net.IP, len(b))
+	for w := 0; w < len(b); w += 4 {
+		for i := range 4 {
+			ip[w+i] = b[w+3-i]
+		}
+	}
+	return ip, nil
+}
+
+// testCreateNetworkDuplicateIsAlreadyExists: a network name is unique; a
+// second create under it is ErrAlreadyExists, naming runtime and network.
+func testCreateNetworkDuplicateIsAlreadyExists(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	name := s.network(t, ctx)
+
+	_, err := s.rt.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: s.labels(t, nil)})
+	require.Error(t, err, "second create of network %s", name)
+	assert.ErrorIs(t, err, runtime.ErrAlreadyExists)
+	assertErrorNames(t, err, s.rt.Name(), name)
+}
+
+// testRemoveNetworkAbsentIsNoError: removing a network that does not
+// exist, or no longer does, succeeds.
+func testRemoveNetworkAbsentIsNoError(t *testing.T, s *suite) {
+	cases := []struct {
+		name   string
+		absent func(t *testing.T, ctx context.Context) string
+	}{
+		{name: "never created", absent: func(*testing.T, context.Context) string { return s.newName() }},
+		{name: "already removed", absent: func(t *testing.T, ctx context.Context) string {
+			name := s.network(t, ctx)
+			require.NoError(t, s.rt.RemoveNetwork(ctx, name), "first remove of network %s", name)
+			return name
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			name := tc.absent(t, ctx)
+			assert.NoError(t, s.rt.RemoveNetwork(ctx, name), "remove of absent network %s", name)
+		})
+	}
+}
