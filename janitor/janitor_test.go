@@ -1,0 +1,753 @@
+package janitor_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+const prefix = "roboco"
+
+// clock is a settable clock shared by the fake (creation times) and the
+// janitor (ages).
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// listSpy records the selector of every List call that reaches the
+// runtime, so tests can assert how a sweep lists.
+type listSpy struct {
+	runtime.ContainerRuntime
+	mu        sync.Mutex
+	selectors []map[string]string
+}
+
+func (s *listSpy) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
+	s.mu.Lock()
+	s.selectors = append(s.selectors, maps.Clone(selector))
+	s.mu.Unlock()
+	return s.ContainerRuntime.List(ctx, selector)
+}
+
+func (s *listSpy) take() []map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.selectors
+	s.selectors = nil
+	return out
+}
+
+// world is a fake runtime with a clock, and helpers to seed it.
+type world struct {
+	t     testing.TB
+	fake  *fakeruntime.Runtime
+	clock *clock
+}
+
+func newWorld(t testing.TB) *world {
+	w := &world{t: t, fake: fakeruntime.New(), clock: newClock()}
+	w.fake.SetClock(w.clock.Now)
+	return w
+}
+
+// sandbox seeds a sandbox container created age ago. extra labels are
+// merged over the defaults; an extra label with value "-" is deleted.
+func (w *world) sandbox(name, owner string, age time.Duration, extra map[string]string) runtime.Container {
+	labels := map[string]string{
+		janitor.SandboxLabel(prefix): "1",
+		janitor.OwnerLabel(prefix):   owner,
+		janitor.EngineLabel(prefix):  "postgres",
+	}
+	for k, v := range extra {
+		if v == "-" {
+			delete(labels, k)
+		} else {
+			labels[k] = v
+		}
+	}
+	return w.fake.Seed(runtime.Container{Name: name, Image: "postgres:16-alpine", Labels: labels, Created: w.clock.Now().Add(-age)})
+}
+
+// agent seeds an owner container.
+func (w *world) agent(name string, state runtime.State) runtime.Container {
+	return w.fake.Seed(runtime.Container{Name: name, Image: "agent", State: state, Created: w.clock.Now().Add(-time.Hour)})
+}
+
+func (w *world) names() []string {
+	var out []string
+	for _, c := range w.fake.Containers() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func (w *world) janitor(opts janitor.Options) *janitor.Janitor {
+	opts.Now = w.clock.Now
+	return janitor.New(w.fake, opts)
+}
+
+func sandboxNames(sbs []janitor.Sandbox) []string {
+	out := []string{}
+	for _, s := range sbs {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func failureNames(fs []janitor.Failure) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Sandbox.Name)
+	}
+	return out
+}
+
+// deadChild returns the identity of a process that has exited and been
+// reaped.
+func deadChild(t *testing.T) janitor.Process {
+	t.Helper()
+	self, err := janitor.CurrentProcess()
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
+	require.NoError(t, cmd.Wait())
+	// Its start time is unknowable now; any value is "not that process".
+	return janitor.Process{BootID: self.BootID, PIDNS: self.PIDNS, PID: pid, Start: 1}
+}
+
+func TestSweep(t *testing.T) {
+	grace := janitor.DefaultGrace
+	old := grace + time.Second
+	self, selfErr := janitor.CurrentProcess()
+
+	tests := []struct {
+		name        string
+		needsProc   bool
+		seed        func(t *testing.T, w *world)
+		wantRemoved []string
+		wantKept    []string
+		wantSkipped []string
+		wantLeft    []string // every container left afterwards
+	}{
+		{
+			name:        "InGraceSkipped",
+			seed:        func(t *testing.T, w *world) { w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", 10*time.Second, nil) },
+			wantSkipped: []string{"roboco-sandbox-pg-1"},
+			wantLeft:    []string{"roboco-sandbox-pg-1"},
+		},
+		{
+			name:        "JustUnderGraceSkipped",
+			seed:        func(t *testing.T, w *world) { w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", grace-time.Millisecond, nil) },
+			wantSkipped: []string{"roboco-sandbox-pg-1"},
+			wantLeft:    []string{"roboco-sandbox-pg-1"},
+		},
+		{
+			name:        "OutOfGraceRemoved",
+			seed:        func(t *testing.T, w *world) { w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil) },
+			wantRemoved: []string{"roboco-sandbox-pg-1"},
+		},
+		{
+			name:        "AtGraceRemoved",
+			seed:        func(t *testing.T, w *world) { w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", grace, nil) },
+			wantRemoved: []string{"roboco-sandbox-pg-1"},
+		},
+		{
+			name: "LiveOwnerKept",
+			seed: func(t *testing.T, w *world) {
+				w.agent("roboco-agent-1", runtime.StateRunning)
+				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
+				w.sandbox("roboco-sandbox-redis-1", "roboco-agent-1", old, nil)
+			},
+			wantKept: []string{"roboco-sandbox-pg-1", "roboco-sandbox-redis-1"},
+			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1", "roboco-sandbox-redis-1"},
+		},
+		{
+			name: "PausedOwnerKept",
+			seed: func(t *testing.T, w *world) {
+				w.agent("roboco-agent-1", runtime.StatePaused)
+				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
+			},
+			wantKept: []string{"roboco-sandbox-pg-1"},
+			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1"},
+		},
+		{
+			name: "ExitedOwnerIsGone",
+			seed: func(t *testing.T, w *world) {
+				w.agent("roboco-agent-1", runtime.StateExited)
+				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-1"},
+			wantLeft:    []string{"roboco-agent-1"},
+		},
+		{
+			name: "OwnerIsMatchedByExactName",
+			seed: func(t *testing.T, w *world) {
+				w.agent("roboco-agent-10", runtime.StateRunning)
+				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-1"},
+			wantLeft:    []string{"roboco-agent-10"},
+		},
+		{
+			name: "MixedOwners",
+			seed: func(t *testing.T, w *world) {
+				w.agent("roboco-agent-1", runtime.StateRunning)
+				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
+				w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", old, nil)
+				w.sandbox("roboco-sandbox-pg-3", "roboco-agent-3", time.Minute, nil)
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-2"},
+			wantKept:    []string{"roboco-sandbox-pg-1"},
+			wantSkipped: []string{"roboco-sandbox-pg-3"},
+			wantLeft:    []string{"roboco-agent-1", "roboco-sandbox-pg-1", "roboco-sandbox-pg-3"},
+		},
+		{
+			name: "MissingOwnerLabelRemovedAfterGrace",
+			seed: func(t *testing.T, w *world) {
+				w.sandbox("roboco-sandbox-pg-1", "", old, map[string]string{janitor.OwnerLabel(prefix): "-"})
+				w.sandbox("roboco-sandbox-pg-2", "", 10*time.Second, map[string]string{janitor.OwnerLabel(prefix): "-"})
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-1"},
+			wantSkipped: []string{"roboco-sandbox-pg-2"},
+			wantLeft:    []string{"roboco-sandbox-pg-2"},
+		},
+		{
+			name: "EmptyOwnerLabelRemovedAfterGrace",
+			seed: func(t *testing.T, w *world) {
+				w.agent("", runtime.StateRunning) // an unnamed container must not count as the owner ""
+				w.sandbox("roboco-sandbox-pg-1", "", old, nil)
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-1"},
+			wantLeft:    []string{""},
+		},
+		{
+			name: "StoppedAndCreatedSandboxesRemoved",
+			seed: func(t *testing.T, w *world) {
+				c := w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
+				w.fake.SetState(c.ID, runtime.StateExited, 137)
+				c = w.sandbox("roboco-sandbox-redis-1", "roboco-agent-1", old, nil)
+				w.fake.SetState(c.ID, runtime.StateCreated, 0)
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-1", "roboco-sandbox-redis-1"},
+		},
+		{
+			name: "OtherPrefixUntouched",
+			seed: func(t *testing.T, w *world) {
+				w.fake.Seed(runtime.Container{Name: "other-sandbox-pg-1", Created: w.clock.Now().Add(-time.Hour), Labels: map[string]string{
+					janitor.SandboxLabel("other"): "1", janitor.OwnerLabel("other"): "other-agent-1",
+				}})
+			},
+			wantLeft: []string{"other-sandbox-pg-1"},
+		},
+		{
+			name:      "ProcessOwnerAliveKept",
+			needsProc: true,
+			seed: func(t *testing.T, w *world) {
+				// No container is named after the owner: the process decides.
+				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, self.Labels(prefix))
+			},
+			wantKept: []string{"roboco-sandbox-pg-run"},
+			wantLeft: []string{"roboco-sandbox-pg-run"},
+		},
+		{
+			name:      "ProcessOwnerDeadRemoved",
+			needsProc: true,
+			seed: func(t *testing.T, w *world) {
+				w.agent("roboco-agent-run", runtime.StateRunning) // does not save it
+				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, deadChild(t).Labels(prefix))
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-run"},
+			wantLeft:    []string{"roboco-agent-run"},
+		},
+		{
+			name:      "ProcessOwnerDeadInGraceSkipped",
+			needsProc: true,
+			seed: func(t *testing.T, w *world) {
+				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", time.Second, deadChild(t).Labels(prefix))
+			},
+			wantSkipped: []string{"roboco-sandbox-pg-run"},
+			wantLeft:    []string{"roboco-sandbox-pg-run"},
+		},
+		{
+			name:      "ProcessOwnerOfPreviousBootRemoved",
+			needsProc: true,
+			seed: func(t *testing.T, w *world) {
+				p := self
+				p.BootID = "00000000-0000-0000-0000-000000000000"
+				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, p.Labels(prefix))
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-run"},
+		},
+		{
+			name: "MalformedProcessOwnerRemovedAfterGrace",
+			seed: func(t *testing.T, w *world) {
+				w.agent("roboco-agent-run", runtime.StateRunning)
+				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, map[string]string{prefix + ".sandbox.owner.pid": "x"})
+			},
+			wantRemoved: []string{"roboco-sandbox-pg-run"},
+			wantLeft:    []string{"roboco-agent-run"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needsProc && selfErr != nil {
+				t.Skipf("no /proc here: %v", selfErr)
+			}
+			w := newWorld(t)
+			tt.seed(t, w)
+
+			rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, orEmpty(tt.wantRemoved), sandboxNames(rep.Removed), "removed")
+			assert.Equal(t, orEmpty(tt.wantKept), sandboxNames(rep.Kept), "kept")
+			assert.Equal(t, orEmpty(tt.wantSkipped), sandboxNames(rep.Skipped), "skipped")
+			assert.Empty(t, rep.Errors)
+			assert.Equal(t, tt.wantLeft, w.names(), "containers left")
+			assert.Equal(t, len(tt.wantRemoved), w.fake.Calls(fakeruntime.VerbKill), "each orphan is killed before removal")
+		})
+	}
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func TestSweepReportsWhatItSaw(t *testing.T) {
+	w := newWorld(t)
+	c := w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", 200*time.Second, nil)
+
+	rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
+	require.NoError(t, err)
+	require.Len(t, rep.Removed, 1)
+	assert.Equal(t, janitor.Sandbox{
+		ID: c.ID, Name: "roboco-sandbox-pg-1", Engine: "postgres",
+		Owner: janitor.Owner{Name: "roboco-agent-1"}, State: runtime.StateRunning,
+		Created: c.Created, Age: 200 * time.Second,
+	}, rep.Removed[0])
+	assert.Equal(t, 1, rep.Total())
+	assert.Equal(t, "removed 1, kept 0, skipped 0 (in grace), errors 0", rep.String())
+}
+
+func TestSweepGraceFollowsTheClock(t *testing.T) {
+	w := newWorld(t)
+	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", 0, nil)
+	j := w.janitor(janitor.Options{Grace: 2 * time.Second})
+
+	rep, err := j.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Skipped), "fresh: in grace")
+
+	w.clock.Advance(1999 * time.Millisecond)
+	rep, err = j.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Skipped), "still in grace")
+
+	w.clock.Advance(time.Millisecond)
+	rep, err = j.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed), "grace over")
+	assert.Empty(t, w.names())
+}
+
+func TestSweepOneFailingContainerDoesNotStopTheSweep(t *testing.T) {
+	w := newWorld(t)
+	for i := 1; i <= 5; i++ {
+		w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Hour, nil)
+	}
+	stuck := w.fake.Containers()[2] // roboco-sandbox-pg-3
+	var broken sync.Map
+	broken.Store(stuck.ID, true)
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if _, ok := broken.Load(c.Object); ok && c.Verb == fakeruntime.VerbRemove {
+			return errors.New("device or resource busy")
+		}
+		return nil
+	})
+	j := w.janitor(janitor.Options{})
+
+	rep, err := j.Sweep(context.Background())
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "roboco-sandbox-pg-3")
+	assert.ErrorContains(t, err, "device or resource busy")
+	assert.Equal(t, []string{"roboco-sandbox-pg-1", "roboco-sandbox-pg-2", "roboco-sandbox-pg-4", "roboco-sandbox-pg-5"}, sandboxNames(rep.Removed))
+	assert.Equal(t, []string{"roboco-sandbox-pg-3"}, failureNames(rep.Errors))
+	assert.Equal(t, []string{"roboco-sandbox-pg-3"}, w.names(), "the failed one is left for the next sweep")
+
+	broken.Delete(stuck.ID)
+	rep, err = j.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-3"}, sandboxNames(rep.Removed), "the next sweep retries it")
+	assert.Empty(t, w.names())
+}
+
+func TestSweepFailedKillStillRemoves(t *testing.T) {
+	w := newWorld(t)
+	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+	w.fake.Fail(fakeruntime.VerbKill, "", errors.New("kill timed out"))
+
+	rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed))
+	assert.Empty(t, w.names(), "remove is forced")
+}
+
+func TestSweepListFailureRemovesNothing(t *testing.T) {
+	w := newWorld(t)
+	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+	w.fake.Fail(fakeruntime.VerbList, "", runtime.ErrUnavailable)
+
+	rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, runtime.ErrUnavailable)
+	assert.Zero(t, rep.Total())
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, w.names())
+}
+
+func TestSweepUndecidedOwnersAreNotRemoved(t *testing.T) {
+	tests := []struct {
+		name     string
+		liveness janitor.Liveness
+		setup    func(w *world)
+		wantErr  string
+	}{
+		{
+			name: "LivenessFailsPartway",
+			liveness: janitor.LivenessFunc(func(_ context.Context, owners []janitor.Owner) (map[janitor.Owner]bool, error) {
+				return map[janitor.Owner]bool{{Name: "roboco-agent-1"}: false}, errors.New("owner registry down")
+			}),
+			wantErr: "owner registry down",
+		},
+		{
+			name: "LivenessForgetsAnOwner",
+			liveness: janitor.LivenessFunc(func(_ context.Context, owners []janitor.Owner) (map[janitor.Owner]bool, error) {
+				return map[janitor.Owner]bool{{Name: "roboco-agent-1"}: false}, nil
+			}),
+			wantErr: "no verdict",
+		},
+		{
+			name:    "OwnerListFails",
+			setup:   func(w *world) { w.fake.FailNth(fakeruntime.VerbList, 2, runtime.ErrUnavailable) },
+			wantErr: "list owner containers",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+			w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Hour, nil)
+			if tt.setup != nil {
+				tt.setup(w)
+			}
+			rep, err := w.janitor(janitor.Options{Liveness: tt.liveness}).Sweep(context.Background())
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tt.wantErr)
+			assert.Contains(t, failureNames(rep.Errors), "roboco-sandbox-pg-2")
+			assert.Contains(t, w.names(), "roboco-sandbox-pg-2", "never removed on a guess")
+		})
+	}
+}
+
+func TestSweepDryRunRemovesNothing(t *testing.T) {
+	w := newWorld(t)
+	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+	w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Second, nil)
+
+	rep, err := w.janitor(janitor.Options{DryRun: true}).Sweep(context.Background())
+	require.NoError(t, err)
+	assert.True(t, rep.DryRun)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed))
+	assert.Equal(t, []string{"roboco-sandbox-pg-2"}, sandboxNames(rep.Skipped))
+	assert.Equal(t, "would remove 1, kept 0, skipped 1 (in grace), errors 0", rep.String())
+	assert.Len(t, w.names(), 2)
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbKill)+w.fake.Calls(fakeruntime.VerbRemove))
+}
+
+// TestSweepListCalls proves the listing rule: one List with the sandbox
+// selector per sweep, whatever the number of sandboxes or owners, plus at
+// most one unfiltered List (the owner snapshot), made only when some
+// container-owned sandbox is past its grace window.
+func TestSweepListCalls(t *testing.T) {
+	sandboxSel := map[string]string{janitor.SandboxLabel(prefix): "1"}
+	self, selfErr := janitor.CurrentProcess()
+	tests := []struct {
+		name string
+		seed func(w *world)
+		want []map[string]string
+	}{
+		{name: "Empty", seed: func(w *world) {}, want: []map[string]string{sandboxSel}},
+		{
+			name: "AllInGrace",
+			seed: func(w *world) {
+				for i := range 50 {
+					w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Second, nil)
+				}
+			},
+			want: []map[string]string{sandboxSel},
+		},
+		{
+			name: "OnlyOwnerless",
+			seed: func(w *world) {
+				for i := range 50 {
+					w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), "", time.Hour, nil)
+				}
+			},
+			want: []map[string]string{sandboxSel},
+		},
+		{
+			name: "OnlyProcessOwned",
+			seed: func(w *world) {
+				if selfErr != nil {
+					w.t.Skipf("no /proc here: %v", selfErr)
+				}
+				for i := range 50 {
+					w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), "roboco-agent-run", time.Hour, self.Labels(prefix))
+				}
+			},
+			want: []map[string]string{sandboxSel},
+		},
+		{
+			name: "ManyContainerOwners",
+			seed: func(w *world) {
+				for i := range 200 {
+					if i%2 == 0 {
+						w.agent(fmt.Sprintf("roboco-agent-%d", i), runtime.StateRunning)
+					}
+					w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Hour, nil)
+					w.sandbox(fmt.Sprintf("roboco-sandbox-redis-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Hour, nil)
+				}
+			},
+			want: []map[string]string{sandboxSel, {}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			tt.seed(w)
+			spy := &listSpy{ContainerRuntime: w.fake}
+			j := janitor.New(spy, janitor.Options{Now: w.clock.Now})
+			for range 3 {
+				_, err := j.Sweep(context.Background())
+				require.NoError(t, err)
+				got := spy.take()
+				for i := range got {
+					if got[i] == nil {
+						got[i] = map[string]string{}
+					}
+				}
+				assert.Equal(t, tt.want, got)
+			}
+			assert.Zero(t, w.fake.Calls(fakeruntime.VerbInspect), "no per-sandbox or per-owner lookups")
+		})
+	}
+}
+
+// TestSweepRemovesByID: a provisioner may replace a stale sandbox with a
+// fresh one of the same name between a sweep's list and its removals. The
+// sweep must remove only the container it judged, never the newcomer.
+func TestSweepRemovesByID(t *testing.T) {
+	w := newWorld(t)
+	w.fake.AddImage("postgres:16-alpine")
+	stale := w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+	var fresh runtime.Container
+	liveness := janitor.LivenessFunc(func(ctx context.Context, owners []janitor.Owner) (map[janitor.Owner]bool, error) {
+		// What a provisioner's pre-clear + run does meanwhile.
+		require.NoError(t, w.fake.Remove(ctx, stale.ID))
+		var err error
+		fresh, err = w.fake.Run(ctx, runtime.RunSpec{Name: stale.Name, Image: "postgres:16-alpine", Labels: stale.Labels})
+		require.NoError(t, err)
+		return map[janitor.Owner]bool{{Name: "roboco-agent-1"}: false}, nil
+	})
+
+	_, err := w.janitor(janitor.Options{Liveness: liveness}).Sweep(context.Background())
+	require.NoError(t, err)
+	left := w.fake.Containers()
+	require.Len(t, left, 1)
+	assert.Equal(t, fresh.ID, left[0].ID, "the fresh sandbox survives")
+	assert.True(t, left[0].Running())
+}
+
+func TestSweepRemovesInParallel(t *testing.T) {
+	w := newWorld(t)
+	for i := range 20 {
+		w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), "", time.Hour, nil)
+	}
+	var (
+		mu      sync.Mutex
+		waiting int
+		release = make(chan struct{})
+	)
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb != fakeruntime.VerbRemove {
+			return nil
+		}
+		mu.Lock()
+		waiting++
+		if waiting == 4 {
+			close(release)
+		}
+		mu.Unlock()
+		select { // hold the first removals until 4 are in flight
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep, err := w.janitor(janitor.Options{Concurrency: 4}).Sweep(ctx)
+	require.NoError(t, err)
+	assert.Len(t, rep.Removed, 20)
+	assert.Equal(t, 4, w.fake.MaxInFlight(fakeruntime.VerbRemove), "bounded by Concurrency")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger writing from Run's
+// goroutine while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRun(t *testing.T) {
+	w := newWorld(t)
+	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+	w.sandbox("roboco-sandbox-redis-1", "roboco-agent-1", time.Hour, nil)
+	var logs syncBuffer
+	j := w.janitor(janitor.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx, 20*time.Millisecond) }()
+
+	require.Eventually(t, func() bool { return len(w.names()) == 0 }, 5*time.Second, 5*time.Millisecond, "the first sweep runs at start")
+	w.sandbox("roboco-sandbox-pg-2", "", time.Hour, nil)
+	require.Eventually(t, func() bool { return len(w.names()) == 0 }, 5*time.Second, 5*time.Millisecond, "and then on every tick")
+	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbList) >= 6 }, 5*time.Second, 5*time.Millisecond)
+
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err, "a cancelled Run is a clean stop")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 2, "one line per sweep that removed something, none for idle sweeps:\n%s", logs.String())
+	assert.Contains(t, lines[0], "removed 2")
+	assert.Contains(t, lines[0], "roboco-sandbox-pg-1")
+	assert.Contains(t, lines[1], "removed 1")
+}
+
+func TestRunLogsFailures(t *testing.T) {
+	w := newWorld(t)
+	w.fake.Fail(fakeruntime.VerbList, "", runtime.ErrUnavailable)
+	var logs syncBuffer
+	j := w.janitor(janitor.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx, 10*time.Millisecond) }()
+	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbList) >= 3 }, 5*time.Second, 5*time.Millisecond, "a failing sweep does not stop the loop")
+	cancel()
+	require.NoError(t, <-done)
+	assert.Contains(t, logs.String(), "level=WARN")
+	assert.Contains(t, logs.String(), "runtime unavailable")
+}
+
+func TestRunRejectsBadInterval(t *testing.T) {
+	w := newWorld(t)
+	assert.ErrorContains(t, w.janitor(janitor.Options{}).Run(context.Background(), 0), "interval")
+}
+
+// BenchmarkSweep1000 times one sweep over 1000 sandboxes on the fake
+// runtime: "kept" (500 owners alive, each with two sandboxes) is the
+// steady state of a busy host; "removed" kills and removes all 1000.
+func BenchmarkSweep1000(b *testing.B) {
+	seed := func(w *world, live bool) {
+		for i := range 500 {
+			owner := fmt.Sprintf("roboco-agent-%d", i)
+			if live {
+				w.agent(owner, runtime.StateRunning)
+			}
+			w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), owner, time.Hour, nil)
+			w.sandbox(fmt.Sprintf("roboco-sandbox-redis-%d", i), owner, time.Hour, nil)
+		}
+	}
+	b.Run("kept", func(b *testing.B) {
+		w := newWorld(b)
+		seed(w, true)
+		j := w.janitor(janitor.Options{})
+		lists := w.fake.Calls(fakeruntime.VerbList)
+		for b.Loop() {
+			rep, err := j.Sweep(context.Background())
+			if err != nil || len(rep.Kept) != 1000 {
+				b.Fatalf("sweep: %v, %s", err, rep)
+			}
+		}
+		b.ReportMetric(float64(w.fake.Calls(fakeruntime.VerbList)-lists)/float64(b.N), "lists/op")
+	})
+	b.Run("removed", func(b *testing.B) {
+		var lists int
+		for b.Loop() {
+			b.StopTimer()
+			w := newWorld(b)
+			seed(w, false)
+			j := w.janitor(janitor.Options{})
+			b.StartTimer()
+			rep, err := j.Sweep(context.Background())
+			if err != nil || len(rep.Removed) != 1000 {
+				b.Fatalf("sweep: %v, %s", err, rep)
+			}
+			lists += w.fake.Calls(fakeruntime.VerbList)
+		}
+		b.ReportMetric(float64(lists)/float64(b.N), "lists/op")
+	})
+}
