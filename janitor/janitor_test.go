@@ -169,8 +169,10 @@ func TestSweep(t *testing.T) {
 			wantLeft:    []string{"roboco-sandbox-pg-1"},
 		},
 		{
-			name:        "JustUnderGraceSkipped",
-			seed:        func(t *testing.T, w *world) { w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", grace-time.Millisecond, nil) },
+			name: "JustUnderGraceSkipped",
+			seed: func(t *testing.T, w *world) {
+				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", grace-time.Millisecond, nil)
+			},
 			wantSkipped: []string{"roboco-sandbox-pg-1"},
 			wantLeft:    []string{"roboco-sandbox-pg-1"},
 		},
