@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -251,9 +250,6 @@ func containerNames(cs []runtime.Container) []string {
 	slices.Sort(names)
 	return names
 }
-
-// isNotFound reports whether err is the not-found kind.
-func isNotFound(err error) bool { return errors.Is(err, runtime.ErrNotFound) }
 
 // clip shortens output for failure messages.
 func clip(b []byte) string {
