@@ -1,0 +1,76 @@
+package provision
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// EventKind says what happened.
+type EventKind string
+
+// Event kinds, in the order a service goes through them.
+const (
+	EventPullStart    EventKind = "pull-start"
+	EventPullProgress EventKind = "pull-progress"
+	EventPulled       EventKind = "pulled"
+	EventPreCleared   EventKind = "pre-cleared"
+	EventStarted      EventKind = "started"
+	EventReady        EventKind = "ready"
+	EventFailed       EventKind = "failed"
+	EventRolledBack   EventKind = "rolled-back"
+	EventRemoved      EventKind = "removed"
+)
+
+// Event is one step of a provision or teardown. It never carries a
+// password.
+type Event struct {
+	Kind      EventKind
+	Owner     string
+	Service   string
+	Container string
+	Image     string
+	// Elapsed is the time since the service's work began.
+	Elapsed time.Duration
+	// Attempts is the number of probe attempts (EventReady, EventFailed).
+	Attempts int
+	// Progress is set for EventPullProgress.
+	Progress *runtime.PullProgress
+	// Err is set for EventFailed (redacted).
+	Err error
+}
+
+// emit sends ev to the callback and the logger.
+func (p *Provisioner) emit(ctx context.Context, ev Event) {
+	if p.opts.OnEvent != nil {
+		p.opts.OnEvent(ev)
+	}
+	l := p.opts.Logger
+	if l == nil || ev.Kind == EventPullProgress {
+		return
+	}
+	attrs := []any{slog.String("owner", ev.Owner)}
+	if ev.Service != "" {
+		attrs = append(attrs, slog.String("service", ev.Service))
+	}
+	if ev.Container != "" {
+		attrs = append(attrs, slog.String("container", ev.Container))
+	}
+	if ev.Image != "" {
+		attrs = append(attrs, slog.String("image", ev.Image))
+	}
+	if ev.Elapsed != 0 {
+		attrs = append(attrs, slog.Duration("elapsed", ev.Elapsed))
+	}
+	if ev.Attempts != 0 {
+		attrs = append(attrs, slog.Int("attempts", ev.Attempts))
+	}
+	level := slog.LevelInfo
+	if ev.Err != nil {
+		attrs = append(attrs, slog.String("error", ev.Err.Error()))
+		level = slog.LevelWarn
+	}
+	l.Log(ctx, level, "sandbox "+string(ev.Kind), attrs...)
+}

@@ -1,0 +1,154 @@
+package provision_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// world is a fake runtime holding the default engines' images (with the
+// VOLUMEs of the official images) and answering their probes as a ready
+// server would.
+type world struct {
+	t    *testing.T
+	fake *fakeruntime.Runtime
+	logs *syncBuffer
+	mu   sync.Mutex
+	evs  []provision.Event
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	f := fakeruntime.New()
+	t.Cleanup(func() { f.Close() })
+	f.AddImage("postgres:16-alpine", "/var/lib/postgresql/data")
+	f.AddImage("redis:8-alpine", "/data")
+	f.AddImage("mongo:8", "/data/db", "/data/configdb")
+	f.Script("pg_isready", fakeruntime.Result{Stdout: "accepting connections"})
+	f.Script("psql", fakeruntime.Result{Stdout: "1\n"})
+	f.Script("redis-cli", fakeruntime.Result{Stdout: "PONG\n"})
+	f.Script("mongosh", fakeruntime.Result{Stdout: "1\n"})
+	return &world{t: t, fake: f, logs: &syncBuffer{}}
+}
+
+// options are hermetic defaults: no image overrides from the environment,
+// events recorded, logs captured at debug level.
+func (w *world) options() provision.Options {
+	return provision.Options{
+		Getenv: func(string) string { return "" },
+		Logger: slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnEvent: func(ev provision.Event) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.evs = append(w.evs, ev)
+		},
+	}
+}
+
+func (w *world) provisioner(opts provision.Options) *provision.Provisioner {
+	w.t.Helper()
+	p, err := provision.New(w.fake, opts)
+	require.NoError(w.t, err)
+	return p
+}
+
+// owned lists the containers carrying owner's label.
+func (w *world) owned(owner string) []runtime.Container {
+	w.t.Helper()
+	cs, err := w.fake.List(context.Background(), map[string]string{"roboco.sandbox.owner": owner})
+	require.NoError(w.t, err)
+	return cs
+}
+
+func (w *world) events(kind provision.EventKind) []provision.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []provision.Event
+	for _, ev := range w.evs {
+		if ev.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// totalCalls is the number of calls of every verb.
+func (w *world) totalCalls() int {
+	n := 0
+	for _, v := range []string{
+		fakeruntime.VerbVersion, fakeruntime.VerbImageExists, fakeruntime.VerbPull, fakeruntime.VerbRun,
+		fakeruntime.VerbCreate, fakeruntime.VerbInspect, fakeruntime.VerbExec, fakeruntime.VerbStop,
+		fakeruntime.VerbKill, fakeruntime.VerbRemove, fakeruntime.VerbList,
+		fakeruntime.VerbCreateNetwork, fakeruntime.VerbRemoveNetwork,
+	} {
+		n += w.fake.Calls(v)
+	}
+	return n
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func passwords(sb provision.Sandbox) []string {
+	var out []string
+	for _, v := range sb.Env {
+		if v.Secret && len(v.Value) == 2*engines.PasswordBytes {
+			out = append(out, v.Value)
+		}
+	}
+	return out
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// record collects values from hooks that run concurrently.
+type record[T any] struct {
+	mu   sync.Mutex
+	vals []T
+}
+
+func (r *record[T]) add(v ...T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.vals = append(r.vals, v...)
+}
+
+func (r *record[T]) get() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]T(nil), r.vals...)
+}
+
+func (r *record[T]) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.vals = nil
+}

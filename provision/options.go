@@ -1,0 +1,208 @@
+package provision
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/roboco/sandboxer/engines"
+)
+
+// Defaults.
+const (
+	DefaultLabelPrefix   = "roboco"
+	DefaultEnvPrefix     = "ROBOCO_TEST"
+	DefaultOwnerTemplate = "{prefix}-agent-{id}"
+	DefaultMemoryBytes   = 512 << 20
+	DefaultCPUs          = 1.0
+	DefaultPullTimeout   = 300 * time.Second
+	// DefaultPreClearGrace is how young a same-named sandbox of the owner
+	// must be to count as another provision's work in flight, which the
+	// pre-clear never removes. It matches the janitor's grace window.
+	DefaultPreClearGrace = 180 * time.Second
+)
+
+// ImageEnvPrefix + the upper-cased engine name is the env variable that
+// overrides an engine's image (SANDBOXER_IMAGE_POSTGRES).
+const ImageEnvPrefix = "SANDBOXER_IMAGE_"
+
+// Options configure a Provisioner. The zero value is the default: host mode,
+// 512 MiB and 1 CPU per sandbox, prefix roboco, env prefix ROBOCO_TEST.
+type Options struct {
+	// Registry is the set of engines (default engines.Default).
+	Registry *engines.Registry
+
+	// Network selects sibling mode: the sandboxes join this network and
+	// the env hands out their address on it with the container port.
+	// Empty selects host mode: each sandbox's port is published on
+	// 127.0.0.1 with an ephemeral host port, and the env hands that out.
+	Network string
+
+	// MemoryBytes is each sandbox's memory limit (default 512 MiB).
+	MemoryBytes int64
+	// CPUs is each sandbox's CPU quota in cores (default 1).
+	CPUs float64
+
+	// Images overrides engines' images, by engine name. An engine without
+	// an entry here takes SANDBOXER_IMAGE_<ENGINE> from the environment,
+	// then its default image.
+	Images map[string]string
+	// Getenv reads the environment for image overrides (default
+	// os.Getenv); tests replace it to stay hermetic.
+	Getenv func(string) string
+
+	// LabelPrefix prefixes container names and label keys (default
+	// "roboco": roboco-sandbox-pg-42, roboco.sandbox.owner).
+	LabelPrefix string
+	// EnvPrefix prefixes the emitted env (default "ROBOCO_TEST").
+	EnvPrefix string
+	// OwnerTemplate names the owner container from the owner id; "{prefix}"
+	// and "{id}" are replaced (default "{prefix}-agent-{id}").
+	OwnerTemplate string
+	// Labels are extra labels on every sandbox (for example the identity
+	// of an owning process). They may not replace the provisioner's own.
+	Labels map[string]string
+
+	// PullTimeout bounds each image pull (default 300 s).
+	PullTimeout time.Duration
+	// ReadyTimeout, when set, replaces every engine's own ready timeout.
+	ReadyTimeout time.Duration
+	// PreClearGrace: a same-named sandbox of the owner younger than this
+	// is left alone and the provision fails with a conflict (default
+	// 180 s; negative: always clear).
+	PreClearGrace time.Duration
+
+	// Logger receives one line per lifecycle event (nil: no logging).
+	// Passwords are never logged.
+	Logger *slog.Logger
+	// OnEvent receives every lifecycle event, including pull progress. It
+	// is called from several goroutines at once and must not block.
+	OnEvent func(Event)
+	// Now is the clock the pre-clear grace is measured with (default
+	// time.Now); it must agree with the runtime's creation times.
+	Now func() time.Time
+}
+
+var (
+	labelPrefixRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,30}[a-z0-9])?$`)
+	envPrefixRE   = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,40}$`)
+)
+
+// withDefaults fills zero fields and checks the rest.
+func (o Options) withDefaults() (Options, error) {
+	if o.Registry == nil {
+		o.Registry = engines.Default
+	}
+	if o.MemoryBytes == 0 {
+		o.MemoryBytes = DefaultMemoryBytes
+	}
+	if o.CPUs == 0 {
+		o.CPUs = DefaultCPUs
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.LabelPrefix == "" {
+		o.LabelPrefix = DefaultLabelPrefix
+	}
+	if o.EnvPrefix == "" {
+		o.EnvPrefix = DefaultEnvPrefix
+	}
+	if o.OwnerTemplate == "" {
+		o.OwnerTemplate = DefaultOwnerTemplate
+	}
+	if o.PullTimeout == 0 {
+		o.PullTimeout = DefaultPullTimeout
+	}
+	if o.PreClearGrace == 0 {
+		o.PreClearGrace = DefaultPreClearGrace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	switch {
+	case o.MemoryBytes < 0:
+		return o, invalid("memory", fmt.Sprint(o.MemoryBytes), "must be positive")
+	case o.CPUs < 0:
+		return o, invalid("cpus", fmt.Sprint(o.CPUs), "must be positive")
+	case o.PullTimeout < 0:
+		return o, invalid("pull timeout", o.PullTimeout.String(), "must be positive")
+	case o.ReadyTimeout < 0:
+		return o, invalid("ready timeout", o.ReadyTimeout.String(), "must be positive")
+	case !labelPrefixRE.MatchString(o.LabelPrefix):
+		return o, invalid("label prefix", o.LabelPrefix, "must be 1..32 lower-case letters, digits, '.' or '-'")
+	case !envPrefixRE.MatchString(o.EnvPrefix):
+		return o, invalid("env prefix", o.EnvPrefix, "must be upper-case letters, digits and '_', starting with a letter")
+	case !strings.Contains(o.OwnerTemplate, "{id}"):
+		return o, invalid("owner template", o.OwnerTemplate, "must contain {id}")
+	}
+	for name := range o.Images {
+		if _, ok := o.Registry.Lookup(name); !ok {
+			return o, invalid("image override", name, "unknown service; valid services: "+strings.Join(o.Registry.Names(), ", "))
+		}
+	}
+	keys := LabelKeys(o.LabelPrefix)
+	for k := range o.Labels {
+		if k == keys.Sandbox || k == keys.Owner || k == keys.Engine || k == keys.Call {
+			return o, invalid("label", k, "is set by the provisioner")
+		}
+	}
+	o.Images = maps.Clone(o.Images)
+	o.Labels = maps.Clone(o.Labels)
+	return o, nil
+}
+
+// image is the ref to run for e: an explicit override, else
+// SANDBOXER_IMAGE_<ENGINE>, else the engine's default.
+func (o Options) image(spec engines.Spec) string {
+	if ref := o.Images[spec.Name]; ref != "" {
+		return ref
+	}
+	if ref := o.Getenv(ImageEnvName(spec.Name)); ref != "" {
+		return ref
+	}
+	return spec.Image
+}
+
+// ImageEnvName is the env variable that overrides engine's image:
+// SANDBOXER_IMAGE_ + the name upper-cased, '-' as '_'.
+func ImageEnvName(engine string) string {
+	return ImageEnvPrefix + strings.ToUpper(strings.ReplaceAll(engine, "-", "_"))
+}
+
+// ownerName renders the owner template for id.
+func (o Options) ownerName(id string) string {
+	return strings.NewReplacer("{prefix}", o.LabelPrefix, "{id}", id).Replace(o.OwnerTemplate)
+}
+
+// Labels are the label keys of one label prefix.
+type Labels struct {
+	// Sandbox ("<prefix>.sandbox", value "1") marks every sandbox.
+	Sandbox string
+	// Owner ("<prefix>.sandbox.owner") holds the owner container's name.
+	Owner string
+	// Engine ("<prefix>.sandbox.engine") holds the engine's name.
+	Engine string
+	// Call ("<prefix>.sandbox.call") identifies the Provision call that
+	// created the sandbox, so that its rollback removes exactly its own.
+	Call string
+}
+
+// LabelKeys returns the label keys for prefix.
+func LabelKeys(prefix string) Labels {
+	return Labels{
+		Sandbox: prefix + ".sandbox",
+		Owner:   prefix + ".sandbox.owner",
+		Engine:  prefix + ".sandbox.engine",
+		Call:    prefix + ".sandbox.call",
+	}
+}
+
+// ContainerName is a sandbox's container name: <prefix>-sandbox-<short>-<id>.
+func ContainerName(prefix, short, id string) string {
+	return prefix + "-sandbox-" + short + "-" + id
+}

@@ -1,0 +1,567 @@
+// Package provision is the sandbox lifecycle: Provision starts, for an
+// owner (an agent id) and a set of services, one sibling container per
+// service, proves each ready from inside with the credentials it hands
+// out, and returns the env consumers read; Teardown removes an owner's
+// sandboxes. It is written only against the runtime port and iterates the
+// engine registry; it never knows which backend it drives.
+//
+// Provisioning is fail-loud: if any service fails, every sandbox the call
+// started is torn down before one *Error says which service failed and why.
+package provision
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Polling of the readiness probe: fast at first, because a redis is up in
+// tens of milliseconds, then backing off so that a slow postgres is not
+// hammered with execs.
+const (
+	pollFirst   = 20 * time.Millisecond
+	pollMax     = 250 * time.Millisecond
+	attemptMax  = 10 * time.Second // one probe exec or dial
+	cleanupTime = 60 * time.Second // rollback and pre-clear, even after ctx ends
+	outputMax   = 2048
+)
+
+// Provisioner provisions and tears down sandboxes on one runtime.
+type Provisioner struct {
+	rt   runtime.ContainerRuntime
+	opts Options
+	keys Labels
+}
+
+// New returns a Provisioner for rt. It checks opts (an invalid option is an
+// ErrInvalid error) but does not talk to the runtime.
+func New(rt runtime.ContainerRuntime, opts Options) (*Provisioner, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Provisioner{rt: rt, opts: o, keys: LabelKeys(o.LabelPrefix)}, nil
+}
+
+// Images returns the image each registered engine runs with, after
+// overrides.
+func (p *Provisioner) Images() map[string]string {
+	out := map[string]string{}
+	for _, e := range p.opts.Registry.All() {
+		out[e.Spec().Name] = p.opts.image(e.Spec())
+	}
+	return out
+}
+
+// Labels returns the label keys this provisioner writes.
+func (p *Provisioner) Labels() Labels { return p.keys }
+
+// OwnerName returns the owner container name for ownerID.
+func (p *Provisioner) OwnerName(ownerID string) string { return p.opts.ownerName(ownerID) }
+
+// call is one Provision's shared state.
+type call struct {
+	id       string // the call label's value
+	ownerID  string
+	owner    string
+	redact   redactor
+	existing map[string]runtime.Container // the owner's sandboxes before the call, by name
+}
+
+// service is one service's work within a call.
+type service struct {
+	engine  engines.Engine
+	spec    engines.Spec
+	cred    engines.Credentials
+	name    string
+	image   string
+	started time.Time
+	// created is the ID of the container this service ran ("" until Run
+	// returned); read after the errgroup is done.
+	created string
+	result  Container
+}
+
+// Provision starts services for ownerID and returns them ready, or fails
+// with nothing of this call left running. Services are provisioned in
+// parallel; the result lists them in registry order whatever order they
+// were asked in.
+func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []string) (Sandbox, error) {
+	engs, err := Validate(p.opts.Registry, ownerID, services)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	c := &call{id: randomHex(8), ownerID: ownerID, owner: p.opts.ownerName(ownerID)}
+	svcs := make([]*service, len(engs))
+	for i, e := range engs {
+		cred, err := engines.NewCredentials()
+		if err != nil {
+			return Sandbox{}, fmt.Errorf("provision %s: %w", c.owner, err)
+		}
+		spec := e.Spec()
+		svcs[i] = &service{
+			engine: e,
+			spec:   spec,
+			cred:   cred,
+			name:   ContainerName(p.opts.LabelPrefix, spec.Short, ownerID),
+			image:  p.opts.image(spec),
+		}
+		c.redact = append(c.redact, cred.Password)
+	}
+
+	existing, err := p.rt.List(ctx, map[string]string{p.keys.Sandbox: "1", p.keys.Owner: c.owner})
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("provision %s: list existing sandboxes: %w", c.owner, err)
+	}
+	c.existing = make(map[string]runtime.Container, len(existing))
+	for _, x := range existing {
+		c.existing[x.Name] = x
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range svcs {
+		g.Go(func() error { return p.provisionOne(gctx, c, s) })
+	}
+	if err := g.Wait(); err != nil {
+		rbErr := p.rollback(ctx, c, svcs)
+		var pe *Error
+		if errors.As(err, &pe) {
+			pe.Rollback = c.redact.Error(rbErr)
+		} else {
+			err = errors.Join(c.redact.Error(err), rbErr)
+		}
+		return Sandbox{}, err
+	}
+
+	sb := Sandbox{OwnerID: ownerID, Owner: c.owner}
+	for _, s := range svcs {
+		sb.Containers = append(sb.Containers, s.result)
+		sb.Env = append(sb.Env, s.engine.Env(p.opts.EnvPrefix, s.result.Endpoint, s.cred)...)
+	}
+	return sb, nil
+}
+
+// provisionOne takes one service from image to ready.
+func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) error {
+	s.started = time.Now()
+	fail := func(stage string, err error, output string) error {
+		e := &Error{
+			Owner:       c.owner,
+			Service:     s.spec.Name,
+			Container:   s.name,
+			Image:       s.image,
+			Stage:       stage,
+			Err:         c.redact.Error(err),
+			ProbeOutput: c.redact.String(output),
+			Elapsed:     time.Since(s.started),
+		}
+		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+			// not merely cancelled because a sibling failed first
+			p.emit(ctx, p.event(EventFailed, c, s, func(ev *Event) { ev.Err = e }))
+		}
+		return e
+	}
+
+	if err := p.ensureImage(ctx, c, s); err != nil {
+		return fail("pull", err, "")
+	}
+	if err := p.preClear(ctx, c, s); err != nil {
+		return fail("pre-clear", err, "")
+	}
+
+	ctr, err := p.rt.Run(ctx, p.runSpec(c, s))
+	if err != nil {
+		if errors.Is(err, runtime.ErrAlreadyExists) {
+			err = fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+		return fail("run", err, "")
+	}
+	s.created = ctr.ID
+	p.emit(ctx, p.event(EventStarted, c, s, nil))
+
+	readyTimeout := s.spec.ReadyTimeout
+	if p.opts.ReadyTimeout > 0 {
+		readyTimeout = p.opts.ReadyTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+
+	probeHost, err := p.address(rctx, ctr)
+	if err != nil {
+		return fail("run", err, "")
+	}
+	endpoint := engines.Endpoint{Host: probeHost, Port: s.spec.Port}
+	steps := s.engine.Probe(endpoint, s.cred)
+	attempts, output, err := p.waitReady(ctx, rctx, ctr.ID, steps, readyTimeout)
+	if err != nil {
+		return fail("probe", err, output)
+	}
+
+	if p.opts.Network == "" {
+		endpoint, err = p.published(rctx, ctr, s.spec.Port)
+		if err == nil {
+			err = waitDial(ctx, rctx, endpoint, readyTimeout)
+		}
+		if err != nil {
+			return fail("publish", err, "")
+		}
+	}
+
+	s.result = Container{Name: s.name, ID: ctr.ID, Engine: s.spec.Name, Image: s.image, Endpoint: endpoint}
+	p.emit(ctx, p.event(EventReady, c, s, func(ev *Event) { ev.Attempts = attempts }))
+	return nil
+}
+
+func (p *Provisioner) event(kind EventKind, c *call, s *service, set func(*Event)) Event {
+	ev := Event{Kind: kind, Owner: c.owner, Service: s.spec.Name, Container: s.name, Image: s.image, Elapsed: time.Since(s.started)}
+	if set != nil {
+		set(&ev)
+	}
+	return ev
+}
+
+// ensureImage pulls the image only when it is absent.
+func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) error {
+	ok, err := p.rt.ImageExists(ctx, s.image)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	p.emit(ctx, p.event(EventPullStart, c, s, nil))
+	pctx, cancel := context.WithTimeout(ctx, p.opts.PullTimeout)
+	defer cancel()
+	err = p.rt.PullImage(pctx, s.image, func(pp runtime.PullProgress) {
+		p.emit(ctx, p.event(EventPullProgress, c, s, func(ev *Event) { ev.Progress = &pp }))
+	})
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("pull timed out after %s: %w", p.opts.PullTimeout, err)
+		}
+		return err
+	}
+	p.emit(ctx, p.event(EventPulled, c, s, nil))
+	return nil
+}
+
+// preClear removes a stale same-named sandbox of this owner: one older than
+// the grace window. A younger one may be another provision's work in
+// flight, which is never removed: that is a conflict.
+func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
+	old, ok := c.existing[s.name]
+	if !ok {
+		return nil
+	}
+	age := p.opts.Now().Sub(old.Created)
+	if p.opts.PreClearGrace > 0 && age < p.opts.PreClearGrace {
+		return fmt.Errorf("%w: %s exists and is %s old, younger than the %s grace window (another provision may be in flight; tear it down first)",
+			ErrConflict, s.name, age.Round(time.Second), p.opts.PreClearGrace)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
+	defer cancel()
+	if err := p.destroy(cctx, old.ID); err != nil {
+		return err
+	}
+	p.emit(ctx, p.event(EventPreCleared, c, s, nil))
+	return nil
+}
+
+func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
+	cc := s.engine.Container(s.cred)
+	labels := maps.Clone(p.opts.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[p.keys.Sandbox] = "1"
+	labels[p.keys.Owner] = c.owner
+	labels[p.keys.Engine] = s.spec.Name
+	labels[p.keys.Call] = c.id
+	tmpfs := make(map[string]string, len(s.spec.Tmpfs))
+	for _, path := range s.spec.Tmpfs {
+		tmpfs[path] = ""
+	}
+	spec := runtime.RunSpec{
+		Name:        s.name,
+		Image:       s.image,
+		Env:         maps.Clone(cc.Env),
+		Command:     slices.Clone(cc.Command),
+		Labels:      labels,
+		Tmpfs:       tmpfs,
+		MemoryBytes: p.opts.MemoryBytes,
+		CPUs:        p.opts.CPUs,
+		Network:     p.opts.Network,
+	}
+	if p.opts.Network == "" {
+		spec.Ports = []runtime.PortSpec{{ContainerPort: s.spec.Port, Protocol: "tcp", HostIP: runtime.DefaultHostIP}}
+	}
+	return spec
+}
+
+// address is the sandbox's own non-loopback address: on the sibling
+// network, or (host mode) on the network the runtime attached it to. It
+// asks Inspect when Run's result does not carry it.
+func (p *Provisioner) address(ctx context.Context, ctr runtime.Container) (string, error) {
+	if ip := p.pickAddress(ctr); ip != "" {
+		return ip, nil
+	}
+	ctr, err := p.rt.Inspect(ctx, ctr.ID)
+	if err != nil {
+		return "", err
+	}
+	if ip := p.pickAddress(ctr); ip != "" {
+		return ip, nil
+	}
+	if p.opts.Network != "" {
+		return "", fmt.Errorf("no address reported on network %q", p.opts.Network)
+	}
+	return "", errors.New("no non-loopback address reported")
+}
+
+func (p *Provisioner) pickAddress(ctr runtime.Container) string {
+	if p.opts.Network != "" {
+		return usable(ctr.Networks[p.opts.Network])
+	}
+	for _, n := range slices.Sorted(maps.Keys(ctr.Networks)) {
+		if ip := usable(ctr.Networks[n]); ip != "" {
+			return ip
+		}
+	}
+	return ""
+}
+
+// usable returns ip unless it is empty, unparsable, loopback or unspecified.
+func usable(ip string) string {
+	a := net.ParseIP(ip)
+	if a == nil || a.IsLoopback() || a.IsUnspecified() {
+		return ""
+	}
+	return ip
+}
+
+// published is the host address of the sandbox's published port.
+func (p *Provisioner) published(ctx context.Context, ctr runtime.Container, port int) (engines.Endpoint, error) {
+	find := func(ctr runtime.Container) (engines.Endpoint, bool) {
+		for _, b := range ctr.Ports {
+			if b.ContainerPort == port && b.HostPort != 0 && (b.Protocol == "" || b.Protocol == "tcp") {
+				host := b.HostIP
+				if host == "" || net.ParseIP(host).IsUnspecified() {
+					host = runtime.DefaultHostIP
+				}
+				return engines.Endpoint{Host: host, Port: b.HostPort}, true
+			}
+		}
+		return engines.Endpoint{}, false
+	}
+	if ep, ok := find(ctr); ok {
+		return ep, nil
+	}
+	ctr, err := p.rt.Inspect(ctx, ctr.ID)
+	if err != nil {
+		return engines.Endpoint{}, err
+	}
+	if ep, ok := find(ctr); ok {
+		return ep, nil
+	}
+	return engines.Endpoint{}, fmt.Errorf("port %d/tcp is not published", port)
+}
+
+// waitReady polls the probe until every step passes, the sandbox exits, or
+// rctx's deadline. ctx is the call's context, to tell its cancellation from
+// the deadline.
+func (p *Provisioner) waitReady(ctx, rctx context.Context, ref string, steps []engines.ProbeStep, deadline time.Duration) (attempts int, output string, err error) {
+	delay := pollFirst
+	var lastErr error
+	for {
+		attempts++
+		out, stepErr, fatal := p.probeOnce(rctx, ref, steps)
+		if stepErr == nil {
+			return attempts, "", nil
+		}
+		if out != "" {
+			output = out
+		}
+		lastErr = stepErr
+		if fatal != nil {
+			return attempts, output, fatal
+		}
+		if err := pause(rctx, delay); err != nil {
+			if ctx.Err() != nil {
+				return attempts, output, ctx.Err()
+			}
+			return attempts, output, fmt.Errorf("%w after %s (%d attempts): %w", ErrNotReady, deadline, attempts, lastErr)
+		}
+		delay = min(delay*3/2, pollMax)
+	}
+}
+
+// probeOnce runs the probe's steps in order. It returns the failing step's
+// output and error, and a fatal error when the sandbox is no longer running
+// (no point in waiting out the deadline).
+func (p *Provisioner) probeOnce(ctx context.Context, ref string, steps []engines.ProbeStep) (output string, stepErr, fatal error) {
+	for _, st := range steps {
+		actx, cancel := context.WithTimeout(ctx, attemptMax)
+		res, err := p.rt.Exec(actx, ref, runtime.ExecSpec{Cmd: st.Cmd, Env: st.Env})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				if ctr, ierr := p.rt.Inspect(ctx, ref); ierr == nil && !ctr.Running() {
+					return "", err, fmt.Errorf("%w: sandbox is %s (exit code %d)", ErrNotReady, ctr.State, ctr.ExitCode)
+				} else if errors.Is(ierr, runtime.ErrNotFound) {
+					return "", err, fmt.Errorf("%w: sandbox disappeared: %w", ErrNotReady, ierr)
+				}
+			}
+			return "", fmt.Errorf("%s: %w", st.Cmd[0], err), nil
+		}
+		if err := st.Check(res); err != nil {
+			return combine(res), fmt.Errorf("%s: %w", st.Cmd[0], err), nil
+		}
+	}
+	return "", nil, nil
+}
+
+// combine is an exec's output for an error message: stdout then stderr,
+// trimmed, at most outputMax bytes (the tail, where errors are).
+func combine(res runtime.ExecResult) string {
+	out := string(res.Stdout)
+	if len(res.Stderr) > 0 {
+		if out != "" && out[len(out)-1] != '\n' {
+			out += "\n"
+		}
+		out += string(res.Stderr)
+	}
+	out = trimSpace(out)
+	if len(out) > outputMax {
+		out = "..." + out[len(out)-outputMax:]
+	}
+	if out == "" {
+		out = "(exit status " + strconv.Itoa(res.ExitCode) + ", no output)"
+	}
+	return out
+}
+
+func trimSpace(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\n' || s[0] == '\r' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\n' || s[len(s)-1] == '\r' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// waitDial waits until ep accepts a TCP connection from this host.
+func waitDial(ctx, rctx context.Context, ep engines.Endpoint, deadline time.Duration) error {
+	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
+	delay := pollFirst
+	for {
+		d := net.Dialer{Timeout: min(attemptMax, time.Second)}
+		conn, err := d.DialContext(rctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		if perr := pause(rctx, delay); perr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: %s accepted no connection within %s: %w", ErrNotReady, addr, deadline, err)
+		}
+		delay = min(delay*3/2, pollMax)
+	}
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// rollback removes every sandbox this call created: the ones whose Run
+// returned, and any the runtime created for a Run that was cancelled
+// mid-flight (found by the call label). It runs even when ctx has ended.
+func (p *Provisioner) rollback(ctx context.Context, c *call, svcs []*service) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
+	defer cancel()
+	var refs, names []string
+	for _, s := range svcs {
+		if s.created != "" {
+			refs = append(refs, s.created)
+			names = append(names, s.name)
+		}
+	}
+	var listErr error
+	leftovers, err := p.rt.List(rctx, map[string]string{p.keys.Sandbox: "1", p.keys.Call: c.id})
+	if err != nil {
+		listErr = fmt.Errorf("list call %s: %w", c.id, err)
+	}
+	for _, x := range leftovers {
+		if !slices.Contains(refs, x.ID) {
+			refs = append(refs, x.ID)
+			names = append(names, x.Name)
+		}
+	}
+	gone, err := p.destroyAll(rctx, refs)
+	for i, name := range names {
+		if gone[i] {
+			p.emit(ctx, Event{Kind: EventRolledBack, Owner: c.owner, Container: name})
+		}
+	}
+	return errors.Join(listErr, err)
+}
+
+// destroyAll kills and removes refs in parallel, best-effort: one failure
+// does not stop the others. It returns which refs are gone.
+func (p *Provisioner) destroyAll(ctx context.Context, refs []string) ([]bool, error) {
+	errs := make([]error, len(refs))
+	var g errgroup.Group
+	for i, ref := range refs {
+		g.Go(func() error {
+			errs[i] = p.destroy(ctx, ref)
+			return nil
+		})
+	}
+	_ = g.Wait() // each goroutine reports through errs
+	gone := make([]bool, len(refs))
+	for i, err := range errs {
+		gone[i] = err == nil
+	}
+	return gone, errors.Join(errs...)
+}
+
+// destroy kills (nothing on tmpfs needs flushing) then removes a container
+// with its anonymous volumes. An absent container is not an error.
+func (p *Provisioner) destroy(ctx context.Context, ref string) error {
+	if err := p.rt.Kill(ctx, ref); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return fmt.Errorf("kill %s: %w", ref, err)
+	}
+	if err := p.rt.Remove(ctx, ref); err != nil {
+		return fmt.Errorf("remove %s: %w", ref, err)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,877 @@
+package provision_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+func TestValidation(t *testing.T) {
+	tests := []struct {
+		name     string
+		owner    string
+		services []string
+		want     []string // substrings of the error
+	}{
+		{"EmptyOwner", "", []string{"postgres"}, []string{`owner id ""`}},
+		{"OwnerTooLong", strings.Repeat("a", 65), []string{"postgres"}, []string{"owner id", "1..64"}},
+		{"OwnerStartsWithDash", "-42", []string{"postgres"}, []string{`"-42"`}},
+		{"OwnerStartsWithDot", ".42", []string{"postgres"}, []string{`".42"`}},
+		{"OwnerWithSlash", "a/b", []string{"postgres"}, []string{`"a/b"`}},
+		{"OwnerWithSpace", "a b", []string{"postgres"}, []string{`"a b"`}},
+		{"OwnerNonASCII", "agént", []string{"postgres"}, []string{`"agént"`}},
+		{"NoServices", "42", nil, []string{"no service", "valid services: postgres, redis, mongo"}},
+		{"UnknownService", "42", []string{"postgres", "mysql"}, []string{`"mysql"`, "unknown service", "valid services: postgres, redis, mongo"}},
+		{"ServiceWrongCase", "42", []string{"Postgres"}, []string{`"Postgres"`, "valid services: postgres, redis, mongo"}},
+		{"DuplicateService", "42", []string{"redis", "postgres", "redis"}, []string{`"redis"`, "twice", "valid services: postgres, redis, mongo"}},
+		{"EmptyServiceName", "42", []string{""}, []string{`service ""`, "valid services"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			p := w.provisioner(w.options())
+			_, err := p.Provision(ctxT(t), tt.owner, tt.services)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, provision.ErrInvalid)
+			var ve *provision.ValidationError
+			assert.ErrorAs(t, err, &ve)
+			for _, s := range tt.want {
+				assert.Contains(t, err.Error(), s)
+			}
+			assert.Zero(t, w.totalCalls(), "nothing is asked of the runtime")
+			assert.Empty(t, w.fake.Containers())
+		})
+	}
+}
+
+func TestValidationAccepts(t *testing.T) {
+	for _, owner := range []string{"42", "a", "A-b_c.d", strings.Repeat("z", 64), "9abc"} {
+		_, err := provision.Validate(engines.Default, owner, []string{"mongo", "postgres"})
+		assert.NoError(t, err, owner)
+	}
+	got, err := provision.Validate(engines.Default, "1", []string{"mongo", "redis", "postgres"})
+	require.NoError(t, err)
+	var names []string
+	for _, e := range got {
+		names = append(names, e.Spec().Name)
+	}
+	assert.Equal(t, []string{"postgres", "redis", "mongo"}, names, "registry order, whatever the asked order")
+}
+
+func TestOptionsValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		opts provision.Options
+		want string
+	}{
+		{"UnknownImageOverride", provision.Options{Images: map[string]string{"mysql": "mysql:8"}}, `"mysql"`},
+		{"BadLabelPrefix", provision.Options{LabelPrefix: "Bad Prefix"}, "label prefix"},
+		{"BadEnvPrefix", provision.Options{EnvPrefix: "lower"}, "env prefix"},
+		{"TemplateWithoutID", provision.Options{OwnerTemplate: "agent"}, "{id}"},
+		{"ReservedLabel", provision.Options{Labels: map[string]string{"roboco.sandbox.owner": "x"}}, "set by the provisioner"},
+		{"NegativeMemory", provision.Options{MemoryBytes: -1}, "memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := provision.New(fakeruntime.New(), tt.opts)
+			assert.ErrorIs(t, err, provision.ErrInvalid)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestHostModeEnv(t *testing.T) {
+	w := newWorld(t)
+	p := w.provisioner(w.options())
+	sb, err := p.Provision(ctxT(t), "42", []string{"mongo", "redis", "postgres"})
+	require.NoError(t, err)
+
+	assert.Equal(t, "42", sb.OwnerID)
+	assert.Equal(t, "roboco-agent-42", sb.Owner)
+	require.Len(t, sb.Containers, 3)
+	wantNames := []string{
+		"ROBOCO_TEST_DB_HOST", "ROBOCO_TEST_DB_PORT", "ROBOCO_TEST_DB_USER", "ROBOCO_TEST_DB_PASSWORD",
+		"ROBOCO_TEST_DB_NAME", "ROBOCO_TEST_DB_ADMIN_DB", "ROBOCO_TEST_DB_URL",
+		"ROBOCO_TEST_REDIS_HOST", "ROBOCO_TEST_REDIS_PORT", "ROBOCO_TEST_REDIS_PASSWORD", "ROBOCO_TEST_REDIS_URL",
+		"ROBOCO_TEST_MONGO_HOST", "ROBOCO_TEST_MONGO_PORT", "ROBOCO_TEST_MONGO_USER", "ROBOCO_TEST_MONGO_PASSWORD",
+		"ROBOCO_TEST_MONGO_DB", "ROBOCO_TEST_MONGO_AUTH_DB", "ROBOCO_TEST_MONGO_URL",
+	}
+	var gotNames []string
+	for _, v := range sb.Env {
+		gotNames = append(gotNames, v.Name)
+	}
+	assert.Equal(t, wantNames, gotNames, "stable order: registry order, then each engine's order")
+
+	env := sb.Map()
+	for i, c := range sb.Containers {
+		assert.Equal(t, []string{"postgres", "redis", "mongo"}[i], c.Engine)
+		assert.Equal(t, "127.0.0.1", c.Endpoint.Host, "host mode hands out the published address")
+		ctr, err := w.fake.Inspect(ctxT(t), c.ID)
+		require.NoError(t, err)
+		require.Len(t, ctr.Ports, 1)
+		assert.Equal(t, ctr.Ports[0].HostPort, c.Endpoint.Port)
+		assert.Equal(t, "127.0.0.1", ctr.Ports[0].HostIP, "published on loopback only")
+	}
+	pg, redis, mongo := sb.Containers[0], sb.Containers[1], sb.Containers[2]
+	assert.Equal(t, "127.0.0.1", env["ROBOCO_TEST_DB_HOST"])
+	assert.Equal(t, strconv.Itoa(pg.Endpoint.Port), env["ROBOCO_TEST_DB_PORT"])
+	assert.Equal(t, "sandbox", env["ROBOCO_TEST_DB_USER"])
+	assert.Equal(t, "sandbox", env["ROBOCO_TEST_DB_NAME"])
+	assert.Equal(t, "postgres", env["ROBOCO_TEST_DB_ADMIN_DB"])
+	assert.Equal(t, fmt.Sprintf("postgres://sandbox:%s@127.0.0.1:%d/sandbox?sslmode=disable", env["ROBOCO_TEST_DB_PASSWORD"], pg.Endpoint.Port), env["ROBOCO_TEST_DB_URL"])
+	assert.Equal(t, fmt.Sprintf("redis://:%s@127.0.0.1:%d/0", env["ROBOCO_TEST_REDIS_PASSWORD"], redis.Endpoint.Port), env["ROBOCO_TEST_REDIS_URL"])
+	assert.Equal(t, "admin", env["ROBOCO_TEST_MONGO_AUTH_DB"])
+	assert.Equal(t, fmt.Sprintf("mongodb://sandbox:%s@127.0.0.1:%d/sandbox?authSource=admin", env["ROBOCO_TEST_MONGO_PASSWORD"], mongo.Endpoint.Port), env["ROBOCO_TEST_MONGO_URL"])
+
+	pws := passwords(sb)
+	require.Len(t, pws, 3, "one password per service")
+	for _, pw := range pws {
+		assert.Regexp(t, regexp.MustCompile(`^[0-9a-f]{32}$`), pw)
+	}
+	assert.NotEqual(t, pws[0], pws[1])
+	assert.NotEqual(t, pws[1], pws[2])
+	assert.NotEqual(t, pws[0], pws[2])
+
+	for _, c := range sb.Containers {
+		conn, err := net.Dial("tcp", net.JoinHostPort(c.Endpoint.Host, strconv.Itoa(c.Endpoint.Port)))
+		require.NoError(t, err, "the handed-out endpoint accepts connections")
+		conn.Close()
+	}
+}
+
+func TestSiblingMode(t *testing.T) {
+	w := newWorld(t)
+	_, err := w.fake.CreateNetwork(ctxT(t), runtime.NetworkSpec{Name: "agents"})
+	require.NoError(t, err)
+	var argv record[string]
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbExec {
+			argv.add(strings.Join(c.Exec.Cmd, " "))
+		}
+		return nil
+	})
+	opts := w.options()
+	opts.Network = "agents"
+	p := w.provisioner(opts)
+	sb, err := p.Provision(ctxT(t), "7", []string{"postgres", "redis"})
+	require.NoError(t, err)
+	probeArgv := argv.get()
+
+	for _, c := range sb.Containers {
+		ctr, err := w.fake.Inspect(ctxT(t), c.ID)
+		require.NoError(t, err)
+		assert.Empty(t, ctr.Ports, "nothing is published in sibling mode")
+		addr := ctr.Networks["agents"]
+		require.NotEmpty(t, addr)
+		assert.Equal(t, addr, c.Endpoint.Host, "the address on the sibling network")
+		assert.Contains(t, strings.Join(probeArgv, "\n"), "-h "+addr, "the probe targets the very address handed out")
+	}
+	assert.Equal(t, 5432, sb.Containers[0].Endpoint.Port, "the container port")
+	assert.Equal(t, sb.Containers[0].Endpoint.Host, sb.Map()["ROBOCO_TEST_DB_HOST"])
+	assert.Equal(t, "6379", sb.Map()["ROBOCO_TEST_REDIS_PORT"])
+	assert.NotContains(t, strings.Join(probeArgv, "\n"), "127.0.0.1")
+	for _, pw := range passwords(sb) {
+		assert.NotContains(t, strings.Join(probeArgv, "\n"), pw, "no password in a probe's argv")
+	}
+}
+
+func TestHostModeProbesTheContainerAddress(t *testing.T) {
+	w := newWorld(t)
+	var probed record[string]
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbExec && c.Exec.Cmd[0] == "redis-cli" {
+			probed.add(c.Exec.Cmd[2])
+		}
+		return nil
+	})
+	p := w.provisioner(w.options())
+	sb, err := p.Provision(ctxT(t), "h1", []string{"redis"})
+	require.NoError(t, err)
+	ctr, err := w.fake.Inspect(ctxT(t), sb.Containers[0].ID)
+	require.NoError(t, err)
+	targets := probed.get()
+	require.NotEmpty(t, targets)
+	assert.Equal(t, ctr.Networks[fakeruntime.DefaultNetwork], targets[0], "the address on the default network, not loopback")
+}
+
+func TestNamingLabelsAndLimits(t *testing.T) {
+	tests := []struct {
+		name      string
+		opts      func(*provision.Options)
+		owner     string
+		wantNames []string
+		wantOwner string
+		prefix    string
+	}{
+		{"Defaults", func(*provision.Options) {}, "42",
+			[]string{"roboco-sandbox-mongo-42", "roboco-sandbox-pg-42", "roboco-sandbox-redis-42"}, "roboco-agent-42", "roboco"},
+		{"LabelPrefix", func(o *provision.Options) { o.LabelPrefix = "acme" }, "a1",
+			[]string{"acme-sandbox-mongo-a1", "acme-sandbox-pg-a1", "acme-sandbox-redis-a1"}, "acme-agent-a1", "acme"},
+		{"OwnerTemplate", func(o *provision.Options) { o.OwnerTemplate = "worker_{id}" }, "9",
+			[]string{"roboco-sandbox-mongo-9", "roboco-sandbox-pg-9", "roboco-sandbox-redis-9"}, "worker_9", "roboco"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			var runs record[runtime.RunSpec]
+			w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+				if c.Verb == fakeruntime.VerbRun {
+					runs.add(c.Run)
+				}
+				return nil
+			})
+			opts := w.options()
+			opts.Labels = map[string]string{"team": "core"}
+			tt.opts(&opts)
+			p := w.provisioner(opts)
+			_, err := p.Provision(ctxT(t), tt.owner, []string{"postgres", "redis", "mongo"})
+			require.NoError(t, err)
+
+			var names []string
+			for _, c := range w.fake.Containers() {
+				names = append(names, c.Name)
+			}
+			assert.Equal(t, tt.wantNames, names)
+			specs := runs.get()
+			require.Len(t, specs, 3)
+			for _, s := range specs {
+				engine := s.Labels[tt.prefix+".sandbox.engine"]
+				e, ok := engines.Default.Lookup(engine)
+				require.True(t, ok, "engine label %q", engine)
+				assert.Equal(t, "1", s.Labels[tt.prefix+".sandbox"])
+				assert.Equal(t, tt.wantOwner, s.Labels[tt.prefix+".sandbox.owner"])
+				assert.Regexp(t, `^[0-9a-f]{16}$`, s.Labels[tt.prefix+".sandbox.call"])
+				assert.Equal(t, "core", s.Labels["team"], "extra labels are added")
+				assert.Len(t, s.Labels, 5)
+				assert.Equal(t, int64(512<<20), s.MemoryBytes)
+				assert.Equal(t, 1.0, s.CPUs)
+				assert.Equal(t, e.Spec().Image, s.Image)
+				var tmpfs []string
+				for path := range s.Tmpfs {
+					tmpfs = append(tmpfs, path)
+				}
+				assert.ElementsMatch(t, e.Spec().Tmpfs, tmpfs)
+			}
+			assert.Empty(t, w.fake.Volumes(), "every image VOLUME is a tmpfs: no anonymous volume")
+		})
+	}
+}
+
+func TestImageOverrides(t *testing.T) {
+	w := newWorld(t)
+	w.fake.AddImage("mirror/pg:16")
+	w.fake.AddImage("mirror/redis:8")
+	env := map[string]string{"SANDBOXER_IMAGE_REDIS": "mirror/redis:8", "SANDBOXER_IMAGE_POSTGRES": "ignored/pg:1"}
+	opts := w.options()
+	opts.Getenv = func(k string) string { return env[k] }
+	opts.Images = map[string]string{"postgres": "mirror/pg:16"}
+	opts.MemoryBytes = 256 << 20
+	opts.CPUs = 0.5
+	p := w.provisioner(opts)
+	assert.Equal(t, map[string]string{"postgres": "mirror/pg:16", "redis": "mirror/redis:8", "mongo": "mongo:8"}, p.Images(),
+		"explicit override, then SANDBOXER_IMAGE_<ENGINE>, then the default")
+	sb, err := p.Provision(ctxT(t), "1", []string{"postgres", "redis"})
+	require.NoError(t, err)
+	assert.Equal(t, "mirror/pg:16", sb.Containers[0].Image)
+	assert.Equal(t, "mirror/redis:8", sb.Containers[1].Image)
+}
+
+func TestPullsOnlyWhenAbsent(t *testing.T) {
+	w := newWorld(t)
+	w.fake.AddRemoteImage("registry.local/redis:8", "/data")
+	opts := w.options()
+	opts.Images = map[string]string{"redis": "registry.local/redis:8"}
+	p := w.provisioner(opts)
+	_, err := p.Provision(ctxT(t), "1", []string{"postgres", "redis"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbPull), "only the absent image is pulled")
+	assert.Len(t, w.events(provision.EventPulled), 1)
+	assert.NotEmpty(t, w.events(provision.EventPullProgress), "pull progress reaches the callback")
+
+	_, err = p.Teardown(ctxT(t), "1")
+	require.NoError(t, err)
+	_, err = p.Provision(ctxT(t), "1", []string{"postgres", "redis"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbPull), "a present image is not pulled again")
+}
+
+func TestPullTimeout(t *testing.T) {
+	w := newWorld(t)
+	w.fake.AddRemoteImage("slow/redis:8")
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbPull {
+			<-ctx.Done() // a registry that never answers
+			return ctx.Err()
+		}
+		return nil
+	})
+	opts := w.options()
+	opts.Images = map[string]string{"redis": "slow/redis:8"}
+	opts.PullTimeout = 50 * time.Millisecond
+	p := w.provisioner(opts)
+	_, err := p.Provision(ctxT(t), "1", []string{"postgres", "redis"})
+	var pe *provision.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "redis", pe.Service)
+	assert.Equal(t, "pull", pe.Stage)
+	assert.ErrorContains(t, err, "timed out after 50ms")
+	assert.Empty(t, w.owned("roboco-agent-1"))
+}
+
+func TestServicesStartConcurrently(t *testing.T) {
+	w := newWorld(t)
+	const n = 3
+	arrived := make(chan struct{}, n)
+	release := make(chan struct{})
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb != fakeruntime.VerbRun {
+			return nil
+		}
+		arrived <- struct{}{}
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	p := w.provisioner(w.options())
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Provision(ctxT(t), "par", []string{"postgres", "redis", "mongo"})
+		done <- err
+	}()
+	for i := range n {
+		select {
+		case <-arrived:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d of %d runs started before the first one returned: services are serialised", i, n)
+		}
+	}
+	close(release)
+	require.NoError(t, <-done)
+	assert.Equal(t, n, w.fake.MaxInFlight(fakeruntime.VerbRun))
+}
+
+func TestRollback(t *testing.T) {
+	tests := []struct {
+		name      string
+		setup     func(w *world, o *provision.Options)
+		service   string
+		stage     string
+		kind      error
+		inMessage []string
+	}{
+		{
+			name:  "SecondRunFails",
+			setup: func(w *world, _ *provision.Options) { w.fake.FailNth(fakeruntime.VerbRun, 2, runtime.ErrUnavailable) },
+			stage: "run",
+			kind:  runtime.ErrUnavailable,
+		},
+		{
+			name: "MissingImage",
+			setup: func(_ *world, o *provision.Options) {
+				o.Images = map[string]string{"mongo": "nowhere/mongo:0"}
+			},
+			service:   "mongo",
+			stage:     "pull",
+			kind:      runtime.ErrImageNotFound,
+			inMessage: []string{"mongo", "roboco-sandbox-mongo-rb"},
+		},
+		{
+			name: "ProbeNeverReady",
+			setup: func(w *world, o *provision.Options) {
+				w.fake.Script("redis-cli", fakeruntime.Result{Stdout: "LOADING Redis is loading the dataset in memory\n"})
+				o.ReadyTimeout = 300 * time.Millisecond
+			},
+			service:   "redis",
+			stage:     "probe",
+			kind:      provision.ErrNotReady,
+			inMessage: []string{"redis", "roboco-sandbox-redis-rb", "LOADING Redis is loading", "after 300ms"},
+		},
+		{
+			name: "SandboxExitsWhileProbed",
+			setup: func(w *world, _ *provision.Options) {
+				w.fake.SetExec(func(_ context.Context, c runtime.Container, spec runtime.ExecSpec) (runtime.ExecResult, error) {
+					if spec.Cmd[0] == "pg_isready" {
+						w.fake.SetState(c.ID, runtime.StateExited, 1)
+						return runtime.ExecResult{}, errors.New("container is not running")
+					}
+					return runtime.ExecResult{Stdout: []byte("PONG\n1\n")}, nil
+				})
+			},
+			service:   "postgres",
+			stage:     "probe",
+			kind:      provision.ErrNotReady,
+			inMessage: []string{"exited (exit code 1)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			opts := w.options()
+			tt.setup(w, &opts)
+			p := w.provisioner(opts)
+			start := time.Now()
+			_, err := p.Provision(ctxT(t), "rb", []string{"postgres", "redis", "mongo"})
+			require.Error(t, err)
+			assert.Less(t, time.Since(start), 10*time.Second, "fails fast, not at the engines' deadlines")
+
+			var pe *provision.Error
+			require.ErrorAs(t, err, &pe)
+			if tt.service != "" {
+				assert.Equal(t, tt.service, pe.Service)
+			}
+			assert.Equal(t, tt.stage, pe.Stage)
+			assert.Equal(t, "roboco-agent-rb", pe.Owner)
+			assert.NoError(t, pe.Rollback)
+			assert.ErrorIs(t, err, tt.kind)
+			for _, s := range tt.inMessage {
+				assert.Contains(t, err.Error(), s)
+			}
+			assert.Empty(t, w.owned("roboco-agent-rb"), "zero containers carry the owner's label")
+			assert.Empty(t, w.fake.Containers())
+			assert.NotEmpty(t, w.events(provision.EventFailed))
+		})
+	}
+}
+
+func TestFailureNeverShowsAPassword(t *testing.T) {
+	w := newWorld(t)
+	// A probe whose output echoes its environment, as a careless image
+	// might: the password must be redacted from the error.
+	w.fake.SetExec(func(_ context.Context, _ runtime.Container, spec runtime.ExecSpec) (runtime.ExecResult, error) {
+		if len(spec.Env) == 0 {
+			return runtime.ExecResult{}, nil // pg_isready passes; the login echoes
+		}
+		var b strings.Builder
+		for k, v := range spec.Env {
+			fmt.Fprintf(&b, "%s=%s\n", k, v)
+		}
+		return runtime.ExecResult{ExitCode: 1, Stderr: []byte("auth failed with " + b.String())}, nil
+	})
+	var secrets record[string]
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbRun {
+			for _, v := range c.Run.Env {
+				secrets.add(v)
+			}
+			secrets.add(c.Run.Command...)
+		}
+		return nil
+	})
+	opts := w.options()
+	opts.ReadyTimeout = 200 * time.Millisecond
+	p := w.provisioner(opts)
+	_, err := p.Provision(ctxT(t), "pw", []string{"postgres", "redis", "mongo"})
+	require.Error(t, err)
+	var pe *provision.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.ProbeOutput, "[REDACTED]")
+	for _, pw := range secrets.get() {
+		if regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(pw) {
+			assert.NotContains(t, err.Error(), pw)
+			assert.NotContains(t, w.logs.String(), pw)
+		}
+	}
+}
+
+func TestCancelledProvisionLeavesNothing(t *testing.T) {
+	w := newWorld(t)
+	w.fake.Script("mongosh", fakeruntime.Result{ExitCode: 1, Stderr: "ECONNREFUSED"})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbExec && c.Exec.Cmd[0] == "mongosh" {
+			cancel() // the caller gives up while mongo is still starting
+		}
+		return nil
+	})
+	p := w.provisioner(w.options())
+	_, err := p.Provision(ctx, "cx", []string{"postgres", "redis", "mongo"})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, w.fake.Containers(), "the rollback runs even though the caller's context ended")
+}
+
+func TestRollbackCatchesARunCancelledMidFlight(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	// The runtime creates the container, but the caller's context ends
+	// before Run returns: the provisioner never learns the ID.
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbRun && c.Run.Labels["roboco.sandbox.engine"] == "redis" {
+			spec := c.Run
+			spec.Name = c.Run.Name
+			w.fake.Seed(runtime.Container{Name: spec.Name, Image: spec.Image, Labels: spec.Labels})
+			cancel()
+			return context.Canceled
+		}
+		return nil
+	})
+	p := w.provisioner(w.options())
+	_, err := p.Provision(ctx, "mid", []string{"postgres", "redis"})
+	require.Error(t, err)
+	assert.Empty(t, w.fake.Containers(), "found by the call label and removed")
+}
+
+func TestPreClear(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	labels := func(owner string) map[string]string {
+		return map[string]string{"roboco.sandbox": "1", "roboco.sandbox.owner": owner, "roboco.sandbox.engine": "postgres"}
+	}
+	tests := []struct {
+		name       string
+		existing   runtime.Container
+		wantErr    error
+		wantKept   bool
+		wantCalled string
+	}{
+		{
+			name:     "StaleSandboxOfOwnerIsReplaced",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-10 * time.Minute)},
+		},
+		{
+			name:     "StaleExitedSandboxIsReplaced",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-time.Hour), State: runtime.StateExited},
+		},
+		{
+			name:     "SandboxInGraceIsLeftAlone",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-30 * time.Second)},
+			wantErr:  provision.ErrConflict,
+			wantKept: true,
+		},
+		{
+			name:     "ForeignContainerWithTheNameIsLeftAlone",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: map[string]string{"app": "other"}, Created: now.Add(-time.Hour)},
+			wantErr:  runtime.ErrAlreadyExists,
+			wantKept: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.fake.SetClock(func() time.Time { return now })
+			old := w.fake.Seed(tt.existing)
+			opts := w.options()
+			opts.Now = func() time.Time { return now }
+			p := w.provisioner(opts)
+			sb, err := p.Provision(ctxT(t), "5", []string{"postgres", "redis"})
+			_, inspectErr := w.fake.Inspect(ctxT(t), old.ID)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				var pe *provision.Error
+				require.ErrorAs(t, err, &pe)
+				assert.Equal(t, "postgres", pe.Service)
+				assert.NoError(t, inspectErr, "the existing container is not touched")
+				assert.Len(t, w.fake.Containers(), 1, "only the existing container remains")
+				return
+			}
+			require.NoError(t, err)
+			assert.ErrorIs(t, inspectErr, runtime.ErrNotFound, "the stale sandbox is gone")
+			assert.NotEqual(t, old.ID, sb.Containers[0].ID)
+			assert.Len(t, w.events(provision.EventPreCleared), 1)
+		})
+	}
+}
+
+func TestTeardown(t *testing.T) {
+	w := newWorld(t)
+	w.fake.AddImage("redis:8-alpine", "/data", "/extra") // a VOLUME no tmpfs covers
+	var calls record[string]
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbKill || c.Verb == fakeruntime.VerbRemove {
+			calls.add(c.Object + " " + c.Verb)
+		}
+		return nil
+	})
+	p := w.provisioner(w.options())
+	other, err := p.Provision(ctxT(t), "other", []string{"redis"})
+	require.NoError(t, err)
+	sb, err := p.Provision(ctxT(t), "td", []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	require.Len(t, w.fake.Volumes(), 2)
+	calls.reset()
+
+	removed, err := p.Teardown(ctxT(t), "td")
+	require.NoError(t, err)
+	var names []string
+	for _, c := range removed {
+		names = append(names, c.Name)
+	}
+	assert.ElementsMatch(t, []string{"roboco-sandbox-pg-td", "roboco-sandbox-redis-td", "roboco-sandbox-mongo-td"}, names)
+	assert.Empty(t, w.owned(sb.Owner))
+	assert.Len(t, w.fake.Volumes(), 1, "the anonymous volume goes with its container")
+	order := calls.get()
+	assert.Len(t, order, 6)
+	for _, c := range sb.Containers {
+		kill, remove := slices.Index(order, c.ID+" kill"), slices.Index(order, c.ID+" remove")
+		assert.True(t, kill >= 0 && remove > kill, "%s is killed, then removed", c.Name)
+	}
+
+	again, err := p.Teardown(ctxT(t), "td")
+	assert.NoError(t, err, "a second teardown succeeds")
+	assert.Empty(t, again)
+	nothing, err := p.Teardown(ctxT(t), "never-provisioned")
+	assert.NoError(t, err, "a teardown of an owner with nothing succeeds")
+	assert.Empty(t, nothing)
+
+	assert.Len(t, w.owned(other.Owner), 1, "other owners' sandboxes are untouched")
+	_, err = p.Teardown(ctxT(t), "bad/id")
+	assert.ErrorIs(t, err, provision.ErrInvalid)
+}
+
+func TestTeardownRemovesInParallel(t *testing.T) {
+	w := newWorld(t)
+	p := w.provisioner(w.options())
+	_, err := p.Provision(ctxT(t), "tp", []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	const n = 3
+	arrived := make(chan struct{}, n)
+	release := make(chan struct{})
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb != fakeruntime.VerbKill {
+			return nil
+		}
+		arrived <- struct{}{}
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Teardown(ctxT(t), "tp")
+		done <- err
+	}()
+	for i := range n {
+		select {
+		case <-arrived:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d of %d kills started: teardown is serialised", i, n)
+		}
+	}
+	close(release)
+	require.NoError(t, <-done)
+	assert.Equal(t, n, w.fake.MaxInFlight(fakeruntime.VerbKill))
+	assert.Empty(t, w.fake.Containers())
+}
+
+func TestTeardownKeepsGoingPastAFailure(t *testing.T) {
+	w := newWorld(t)
+	p := w.provisioner(w.options())
+	_, err := p.Provision(ctxT(t), "tf", []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	stuck := "roboco-sandbox-redis-tf"
+	var stuckID string
+	for _, c := range w.fake.Containers() {
+		if c.Name == stuck {
+			stuckID = c.ID
+		}
+	}
+	w.fake.Fail(fakeruntime.VerbRemove, stuckID, errors.New("device busy"))
+	removed, err := p.Teardown(ctxT(t), "tf")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "device busy")
+	assert.Len(t, removed, 2)
+	assert.Len(t, w.fake.Containers(), 1)
+}
+
+// kvEngine is an engine the shipped registry does not know: adding it is
+// this type plus one registry line, and the provisioner runs it unchanged.
+type kvEngine struct{}
+
+func (kvEngine) Spec() engines.Spec {
+	return engines.Spec{Name: "kv", Short: "kv", Image: "example/kv:1", Port: 7000, Tmpfs: []string{"/kv"}, ReadyTimeout: 5 * time.Second}
+}
+
+func (kvEngine) Container(cred engines.Credentials) engines.Container {
+	return engines.Container{Env: map[string]string{"KV_PASSWORD": cred.Password}, Command: []string{"kv-server"}}
+}
+
+func (kvEngine) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.ProbeStep {
+	return []engines.ProbeStep{{
+		Cmd:   []string{"kv-cli", "-h", ep.Host, "-p", strconv.Itoa(ep.Port), "ping"},
+		Env:   map[string]string{"KV_AUTH": cred.Password},
+		Check: engines.StdoutIs("pong"),
+	}}
+}
+
+func (kvEngine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials) []engines.EnvVar {
+	return []engines.EnvVar{
+		{Name: prefix + "_KV_ADDR", Value: net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))},
+		{Name: prefix + "_KV_PASSWORD", Value: cred.Password, Secret: true},
+	}
+}
+
+func TestExtraEngineThroughUnchangedProvisioner(t *testing.T) {
+	reg := engines.MustRegistry(engines.Postgres{}, engines.Redis{}, engines.Mongo{}, kvEngine{})
+	w := newWorld(t)
+	w.fake.AddImage("example/kv:1", "/kv")
+	w.fake.Script("kv-cli", fakeruntime.Result{Stdout: "starting"}, fakeruntime.Result{Stdout: "pong"})
+	opts := w.options()
+	opts.Registry = reg
+	opts.EnvPrefix = "APP"
+	p := w.provisioner(opts)
+
+	sb, err := p.Provision(ctxT(t), "x1", []string{"kv", "redis"})
+	require.NoError(t, err)
+	require.Len(t, sb.Containers, 2)
+	assert.Equal(t, "roboco-sandbox-kv-x1", sb.Containers[1].Name)
+	assert.Equal(t, "kv", sb.Containers[1].Engine)
+	assert.Equal(t, fmt.Sprintf("127.0.0.1:%d", sb.Containers[1].Endpoint.Port), sb.Map()["APP_KV_ADDR"])
+	assert.Equal(t, []string{"APP_REDIS_HOST", "APP_REDIS_PORT", "APP_REDIS_PASSWORD", "APP_REDIS_URL", "APP_KV_ADDR", "APP_KV_PASSWORD"},
+		envNames(sb))
+
+	_, err = p.Provision(ctxT(t), "x2", []string{"kv", "mysql"})
+	assert.ErrorContains(t, err, "valid services: postgres, redis, mongo, kv", "validation iterates the registry")
+
+	removed, err := p.Teardown(ctxT(t), "x1")
+	require.NoError(t, err)
+	assert.Len(t, removed, 2)
+}
+
+func envNames(sb provision.Sandbox) []string {
+	var out []string
+	for _, v := range sb.Env {
+		out = append(out, v.Name)
+	}
+	return out
+}
+
+func TestGate(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      string
+		services []string
+		wantErr  string
+		wantN    int
+	}{
+		{"SwitchUnsetIsOff", "", []string{"postgres"}, "", 0},
+		{"SwitchOff", "false", []string{"postgres", "redis"}, "", 0},
+		{"OnWithEmptyList", "true", nil, "", 0},
+		{"OnWithList", "1", []string{"redis", "postgres"}, "", 2},
+		{"OnWithUnknownService", "yes", []string{"postgres", "cassandra"}, `"cassandra"`, 0},
+		{"BadSwitchValue", "maybe", []string{"postgres"}, `"maybe"`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			p := w.provisioner(w.options())
+			getenv := func(k string) string {
+				if k == provision.EnvEnabled {
+					return tt.env
+				}
+				return ""
+			}
+			g, err := provision.GateFromEnv(getenv, tt.services)
+			var sb provision.Sandbox
+			if err == nil {
+				sb, err = p.Spawn(ctxT(t), "g1", g)
+			}
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, provision.ErrInvalid)
+				assert.ErrorContains(t, err, tt.wantErr)
+				assert.Empty(t, w.fake.Containers())
+				return
+			}
+			require.NoError(t, err)
+			assert.Len(t, sb.Containers, tt.wantN)
+			if tt.wantN == 0 {
+				assert.True(t, sb.Empty())
+				assert.Empty(t, sb.Env, "no env at all")
+				assert.Zero(t, w.totalCalls(), "the spawn is untouched: the runtime is not even asked")
+			}
+		})
+	}
+}
+
+func TestRender(t *testing.T) {
+	sb := provision.Sandbox{
+		OwnerID: "42",
+		Owner:   "roboco-agent-42",
+		Containers: []provision.Container{{Name: "roboco-sandbox-pg-42", ID: "abc", Engine: "postgres", Image: "postgres:16-alpine",
+			Endpoint: engines.Endpoint{Host: "127.0.0.1", Port: 5432}}},
+		Env: []engines.EnvVar{
+			{Name: "P_HOST", Value: "127.0.0.1"},
+			{Name: "P_PASSWORD", Value: "0123456789abcdef0123456789abcdef", Secret: true},
+			{Name: "P_URL", Value: "postgres://sandbox:0123456789abcdef0123456789abcdef@127.0.0.1:5432/sandbox", Secret: true},
+			{Name: "P_ODD", Value: "it's $HOME"},
+		},
+	}
+	tests := []struct {
+		format provision.Format
+		want   string
+	}{
+		{provision.FormatDotenv, "P_HOST=127.0.0.1\nP_PASSWORD=0123456789abcdef0123456789abcdef\n" +
+			"P_URL=postgres://sandbox:0123456789abcdef0123456789abcdef@127.0.0.1:5432/sandbox\nP_ODD=it's $HOME\n"},
+		{provision.FormatShell, "export P_HOST='127.0.0.1'\nexport P_PASSWORD='0123456789abcdef0123456789abcdef'\n" +
+			"export P_URL='postgres://sandbox:0123456789abcdef0123456789abcdef@127.0.0.1:5432/sandbox'\nexport P_ODD='it'\\''s $HOME'\n"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.format), func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, sb.Render(&b, tt.format))
+			assert.Equal(t, tt.want, b.String())
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		var b bytes.Buffer
+		require.NoError(t, sb.Render(&b, provision.FormatJSON))
+		assert.JSONEq(t, `{"owner_id":"42","owner":"roboco-agent-42",
+			"containers":[{"name":"roboco-sandbox-pg-42","id":"abc","engine":"postgres","image":"postgres:16-alpine","endpoint":{"Host":"127.0.0.1","Port":5432}}],
+			"env":[{"name":"P_HOST","value":"127.0.0.1"},{"name":"P_PASSWORD","value":"0123456789abcdef0123456789abcdef"},
+			{"name":"P_URL","value":"postgres://sandbox:0123456789abcdef0123456789abcdef@127.0.0.1:5432/sandbox"},{"name":"P_ODD","value":"it's $HOME"}]}`, b.String())
+	})
+	t.Run("UnknownFormat", func(t *testing.T) {
+		assert.ErrorIs(t, sb.Render(&bytes.Buffer{}, "yaml"), provision.ErrInvalid)
+	})
+	t.Run("Masked", func(t *testing.T) {
+		m := sb.Masked().Map()
+		assert.Equal(t, "****", m["P_PASSWORD"])
+		assert.Equal(t, "postgres://sandbox:****@127.0.0.1:5432/sandbox", m["P_URL"])
+		assert.Equal(t, "127.0.0.1", m["P_HOST"])
+		assert.Equal(t, "0123456789abcdef0123456789abcdef", sb.Map()["P_PASSWORD"], "the original is untouched")
+		assert.NotContains(t, fmt.Sprint(sb), "0123456789abcdef")
+		assert.NotContains(t, fmt.Sprintf("%v", sb), "0123456789abcdef")
+	})
+	t.Run("Environ", func(t *testing.T) {
+		assert.Equal(t, "P_HOST=127.0.0.1", sb.Environ()[0])
+	})
+}
+
+func TestParseServices(t *testing.T) {
+	assert.Equal(t, []string{"postgres", "redis"}, provision.ParseServices(" postgres, redis ,"))
+	assert.Empty(t, provision.ParseServices(""))
+}
+
+func TestLogsCarryNoPassword(t *testing.T) {
+	w := newWorld(t)
+	p := w.provisioner(w.options())
+	sb, err := p.Provision(ctxT(t), "log", []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	_, err = p.Teardown(ctxT(t), "log")
+	require.NoError(t, err)
+	logs := w.logs.String()
+	assert.Contains(t, logs, "sandbox ready")
+	assert.Contains(t, logs, "sandbox removed")
+	for _, pw := range passwords(sb) {
+		assert.NotContains(t, logs, pw)
+	}
+}
