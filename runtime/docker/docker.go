@@ -1,0 +1,212 @@
+// Package docker is sandboxer's Docker adapter: it implements
+// runtime.ContainerRuntime (and runtime.Creator) on the Docker Engine API
+// through github.com/docker/docker/client, negotiating the API version with
+// the daemon (Docker 20.10, API 1.41, and newer).
+//
+// Endpoint: WithHost when given, else DOCKER_HOST (with DOCKER_TLS_VERIFY and
+// DOCKER_CERT_PATH, as the docker CLI reads them), else the default socket
+// unix:///var/run/docker.sock. New never contacts the daemon, so it succeeds
+// for a daemon that is down; every verb then fails quickly with
+// runtime.ErrUnavailable and a message naming the endpoint (connecting is
+// bounded by the dial timeout, the version negotiation by a ping timeout).
+//
+// Supported: every RunSpec field (env, entrypoint, command, labels, tmpfs,
+// memory, fractional CPUs, pids limit, ulimits, one network, published ports
+// with host IP 127.0.0.1 by default and ephemeral host ports). A limit that
+// the daemon discards (it only warns on some kernels) is detected after
+// create by reading the container's HostConfig back, and reported as
+// runtime.ErrUnsupported; the container is then removed. Containers are never
+// privileged and get no mounts besides the requested tmpfs and the image's
+// anonymous volumes, which Remove deletes with the container.
+package docker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Name is the runtime name this adapter reports and puts in its errors.
+const Name = "docker"
+
+const (
+	// defaultDialTimeout bounds connecting to the daemon's socket: an
+	// unreachable endpoint must fail fast, not after the transport's 10 s.
+	defaultDialTimeout = time.Second
+	// pingTimeout bounds the version negotiation, so that a daemon that
+	// accepts connections but does not answer cannot hang every verb.
+	pingTimeout = 10 * time.Second
+)
+
+// Compile-time proof that the adapter implements the port.
+var (
+	_ runtime.ContainerRuntime = (*Runtime)(nil)
+	_ runtime.Creator          = (*Runtime)(nil)
+)
+
+// Runtime is a runtime.ContainerRuntime backed by a Docker daemon. It is safe
+// for concurrent use.
+type Runtime struct {
+	cli        *client.Client
+	endpoint   string
+	log        *slog.Logger
+	negotiated atomic.Bool
+	// pingTimeout bounds the negotiation ping (pingTimeout by default).
+	pingTimeout time.Duration
+}
+
+type options struct {
+	host        string
+	dialTimeout time.Duration
+	log         *slog.Logger
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithHost talks to host (e.g. "unix:///run/user/1000/docker.sock" or
+// "tcp://127.0.0.1:2375") instead of DOCKER_HOST or the default socket.
+func WithHost(host string) Option {
+	return func(o *options) { o.host = host }
+}
+
+// WithDialTimeout bounds how long connecting to the daemon may take
+// (default 1 s). It does not bound requests, which follow their context.
+func WithDialTimeout(d time.Duration) Option {
+	return func(o *options) { o.dialTimeout = d }
+}
+
+// WithLogger sets the logger for daemon warnings and best-effort clean-ups
+// (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+// New returns a Runtime for the endpoint chosen by the options, DOCKER_HOST
+// or the default socket. It does not contact the daemon: a daemon that is
+// down is reported by Version and by every verb as runtime.ErrUnavailable.
+// New fails only for an endpoint it cannot parse.
+func New(opts ...Option) (*Runtime, error) {
+	o := options{dialTimeout: defaultDialTimeout, log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	host := o.host
+	if host == "" {
+		host = os.Getenv(client.EnvOverrideHost)
+	}
+	if host == "" {
+		host = client.DefaultDockerHost
+	}
+	u, err := client.ParseHostURL(host)
+	if err != nil {
+		return nil, runtime.NewError(Name, opConnect, host, runtime.ErrUnavailable, fmt.Errorf("invalid endpoint: %w", err))
+	}
+
+	copts := []client.Opt{client.FromEnv, client.WithHost(host), client.WithAPIVersionNegotiation()}
+	if dial := dialer(u.Scheme, u.Host, o.dialTimeout); dial != nil {
+		copts = append(copts, client.WithDialContext(dial))
+	}
+	cli, err := client.NewClientWithOpts(copts...)
+	if err != nil {
+		return nil, runtime.NewError(Name, opConnect, host, runtime.ErrUnavailable, err)
+	}
+	return &Runtime{cli: cli, endpoint: host, log: o.log, pingTimeout: pingTimeout}, nil
+}
+
+// dialer returns a dial function with a connect timeout for unix and tcp
+// endpoints (nil for others, which keep the client's own dialer). The unix
+// dialer ignores the address net/http passes, which is the URL's dummy host.
+func dialer(scheme, addr string, timeout time.Duration) func(ctx context.Context, network, address string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	switch scheme {
+	case "unix":
+		return func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", addr)
+		}
+	case "tcp", "http":
+		return d.DialContext
+	default:
+		return nil
+	}
+}
+
+// Name returns "docker".
+func (r *Runtime) Name() string { return Name }
+
+// Endpoint returns the daemon address, e.g. "unix:///var/run/docker.sock".
+func (r *Runtime) Endpoint() string { return r.endpoint }
+
+// Version pings the daemon and reports its version, the negotiated API
+// version, whether it runs rootless and its cgroup version.
+func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
+	const op = opVersion
+	if err := r.negotiate(ctx, op, r.endpoint); err != nil {
+		return runtime.Info{}, err
+	}
+	v, err := r.cli.ServerVersion(ctx)
+	if err != nil {
+		return runtime.Info{}, r.wrap(op, r.endpoint, err)
+	}
+	info, err := r.cli.Info(ctx)
+	if err != nil {
+		return runtime.Info{}, r.wrap(op, r.endpoint, err)
+	}
+	rootless := false
+	for _, s := range info.SecurityOptions {
+		if strings.Contains(s, "name=rootless") {
+			rootless = true
+		}
+	}
+	return runtime.Info{
+		Runtime:       Name,
+		Endpoint:      r.endpoint,
+		Version:       v.Version,
+		APIVersion:    r.cli.ClientVersion(),
+		Rootless:      rootless,
+		CgroupVersion: info.CgroupVersion,
+	}, nil
+}
+
+// Close releases the client's idle connections.
+func (r *Runtime) Close() error {
+	return r.cli.Close()
+}
+
+// negotiate settles the API version once, with a bounded ping, so that a
+// daemon that is down, hung or not a Docker daemon at all gives
+// ErrUnavailable at once instead of whatever the first request's error
+// happens to be. (The client would negotiate lazily on its own, but it
+// swallows the ping's error.)
+func (r *Runtime) negotiate(ctx context.Context, op, object string) error {
+	if r.negotiated.Load() {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.pingTimeout)
+	defer cancel()
+	ping, err := r.cli.Ping(pctx)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			// The caller gave up; that says nothing about the daemon.
+			return r.wrap(op, object, err)
+		case pctx.Err() != nil:
+			err = fmt.Errorf("no answer to ping within %s: %w", r.pingTimeout, err)
+		case !client.IsErrConnectionFailed(err):
+			err = fmt.Errorf("not a Docker Engine API: ping failed: %w", err)
+		}
+		return runtime.NewError(Name, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+	}
+	r.cli.NegotiateAPIVersionPing(ping)
+	r.negotiated.Store(true)
+	return nil
+}

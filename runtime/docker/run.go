@@ -1,0 +1,245 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/go-connections/nat"
+	"github.com/docker/go-units"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// cleanupTimeout bounds the removal of a container that Run or Create
+// created but could not complete; it runs even when the caller's context
+// is done, so that a failed run leaves nothing behind.
+const cleanupTimeout = 30 * time.Second
+
+// Run creates and starts a detached container from spec and reports it as
+// inspect sees it after the start (with the host ports actually bound). If
+// the start fails, the container is removed before the error is returned.
+func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	id, err := r.create(ctx, opRun, spec)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		r.discard(ctx, opRun, id)
+		return runtime.Container{}, r.wrap(opRun, object(spec, id), err)
+	}
+	c, err := r.inspect(ctx, opRun, id)
+	if err != nil {
+		// A container the caller cannot see is one it cannot tear down.
+		r.discard(ctx, opRun, id)
+		return runtime.Container{}, err
+	}
+	return c, nil
+}
+
+// Create creates a container from spec without starting it (state
+// "created"). It implements runtime.Creator; the lifecycle code only uses
+// Run.
+func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	id, err := r.create(ctx, opCreate, spec)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	c, err := r.inspect(ctx, opCreate, id)
+	if err != nil {
+		r.discard(ctx, opCreate, id)
+		return runtime.Container{}, err
+	}
+	return c, nil
+}
+
+// create creates the container and checks that the daemon kept every limit
+// it was asked for; it returns the container's ID.
+func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (string, error) {
+	obj := object(spec, "")
+	if err := r.negotiate(ctx, op, obj); err != nil {
+		return "", err
+	}
+	cfg, hostCfg, netCfg, err := containerConfig(spec)
+	if err != nil {
+		return "", runtime.NewError(Name, op, obj, nil, err)
+	}
+	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, netCfg, nil, spec.Name)
+	if err != nil {
+		if isMissingImage(err) {
+			err = fmt.Errorf("image %q: %w", spec.Image, err)
+		}
+		return "", r.wrap(op, obj, err)
+	}
+	for _, w := range resp.Warnings {
+		r.log.WarnContext(ctx, "docker: daemon warning on create", "container", object(spec, resp.ID), "warning", w)
+	}
+	got, err := r.cli.ContainerInspect(ctx, resp.ID)
+	if err != nil {
+		r.discard(ctx, op, resp.ID)
+		return "", r.wrap(op, object(spec, resp.ID), err)
+	}
+	if err := checkLimits(hostCfg.Resources, got.HostConfig, resp.Warnings); err != nil {
+		r.discard(ctx, op, resp.ID)
+		return "", runtime.NewError(Name, op, object(spec, resp.ID), runtime.ErrUnsupported, err)
+	}
+	return resp.ID, nil
+}
+
+// discard force-removes a container that create or run could not complete,
+// even when ctx is already done.
+func (r *Runtime) discard(ctx context.Context, op, id string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	err := r.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil {
+		r.log.WarnContext(ctx, "docker: could not remove a half-made container", "op", op, "container", id, "error", err)
+	}
+}
+
+// object names a container in errors: its name, else its ID.
+func object(spec runtime.RunSpec, id string) string {
+	if spec.Name != "" {
+		return spec.Name
+	}
+	return id
+}
+
+// containerConfig maps a RunSpec onto the Engine API's create request. It
+// never sets privileges, binds or mounts beyond spec.Tmpfs.
+func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig, error) {
+	if spec.Image == "" {
+		return nil, nil, nil, errors.New("no image given")
+	}
+	if spec.MemoryBytes < 0 || spec.CPUs < 0 || spec.PidsLimit < 0 {
+		return nil, nil, nil, fmt.Errorf("negative limit (memory %d, cpus %g, pids %d)", spec.MemoryBytes, spec.CPUs, spec.PidsLimit)
+	}
+	cfg := &container.Config{
+		Image:      spec.Image,
+		Env:        envList(spec.Env),
+		Entrypoint: spec.Entrypoint,
+		Cmd:        spec.Command,
+		Labels:     maps.Clone(spec.Labels),
+	}
+	hostCfg := &container.HostConfig{
+		Privileged: false,
+		Tmpfs:      maps.Clone(spec.Tmpfs),
+		Resources: container.Resources{
+			Memory:   spec.MemoryBytes,
+			NanoCPUs: nanoCPUs(spec.CPUs),
+		},
+	}
+	if spec.PidsLimit > 0 {
+		hostCfg.PidsLimit = &spec.PidsLimit
+	}
+	for _, u := range spec.Ulimits {
+		if u.Name == "" {
+			return nil, nil, nil, errors.New("ulimit without a name")
+		}
+		hostCfg.Ulimits = append(hostCfg.Ulimits, &units.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
+	}
+	var netCfg *network.NetworkingConfig
+	if spec.Network != "" {
+		hostCfg.NetworkMode = container.NetworkMode(spec.Network)
+		netCfg = &network.NetworkingConfig{
+			EndpointsConfig: map[string]*network.EndpointSettings{spec.Network: {}},
+		}
+	}
+	if len(spec.Ports) > 0 {
+		cfg.ExposedPorts = nat.PortSet{}
+		hostCfg.PortBindings = nat.PortMap{}
+	}
+	for _, p := range spec.Ports {
+		port, err := natPort(p)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		hostIP := p.HostIP
+		if hostIP == "" {
+			hostIP = runtime.DefaultHostIP
+		}
+		hostPort := ""
+		if p.HostPort != 0 {
+			hostPort = strconv.Itoa(p.HostPort)
+		}
+		cfg.ExposedPorts[port] = struct{}{}
+		hostCfg.PortBindings[port] = append(hostCfg.PortBindings[port], nat.PortBinding{HostIP: hostIP, HostPort: hostPort})
+	}
+	return cfg, hostCfg, netCfg, nil
+}
+
+// natPort validates a PortSpec's container side: "5432/tcp".
+func natPort(p runtime.PortSpec) (nat.Port, error) {
+	proto := strings.ToLower(p.Protocol)
+	if proto == "" {
+		proto = "tcp"
+	}
+	if proto != "tcp" && proto != "udp" {
+		return "", fmt.Errorf("port %d: protocol %q is neither tcp nor udp", p.ContainerPort, p.Protocol)
+	}
+	if p.ContainerPort < 1 || p.ContainerPort > 65535 {
+		return "", fmt.Errorf("container port %d out of range", p.ContainerPort)
+	}
+	if p.HostPort < 0 || p.HostPort > 65535 {
+		return "", fmt.Errorf("host port %d out of range", p.HostPort)
+	}
+	return nat.NewPort(proto, strconv.Itoa(p.ContainerPort))
+}
+
+// envList renders env as KEY=value lines in key order, so that the same
+// spec always makes the same request.
+func envList(env map[string]string) []string {
+	if len(env) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// nanoCPUs converts fractional cores to the API's billionths of a core.
+func nanoCPUs(cpus float64) int64 {
+	return int64(math.Round(cpus * 1e9))
+}
+
+// checkLimits compares the limits asked for with those the daemon stored.
+// Some daemons (20.10 among them) accept a limit their kernel cannot
+// enforce, drop it and only warn: that must not pass silently.
+func checkLimits(asked container.Resources, got *container.HostConfig, warnings []string) error {
+	var dropped []string
+	for _, w := range warnings {
+		if strings.Contains(strings.ToLower(w), "discarded") {
+			dropped = append(dropped, w)
+		}
+	}
+	if got == nil {
+		got = &container.HostConfig{}
+	}
+	if asked.Memory != 0 && got.Memory != asked.Memory {
+		dropped = append(dropped, fmt.Sprintf("memory limit %d bytes stored as %d", asked.Memory, got.Memory))
+	}
+	if asked.NanoCPUs != 0 && got.NanoCPUs != asked.NanoCPUs {
+		dropped = append(dropped, fmt.Sprintf("CPU limit %d nano-CPUs stored as %d", asked.NanoCPUs, got.NanoCPUs))
+	}
+	if asked.PidsLimit != nil && (got.PidsLimit == nil || *got.PidsLimit != *asked.PidsLimit) {
+		stored := "none"
+		if got.PidsLimit != nil {
+			stored = strconv.FormatInt(*got.PidsLimit, 10)
+		}
+		dropped = append(dropped, fmt.Sprintf("pids limit %d stored as %s", *asked.PidsLimit, stored))
+	}
+	if len(dropped) > 0 {
+		return fmt.Errorf("the daemon did not keep the requested limits: %s", strings.Join(dropped, "; "))
+	}
+	return nil
+}
