@@ -161,7 +161,7 @@ func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 		Engine:  c.Labels[EngineLabel(p)],
 		State:   c.State,
 		Created: c.Created,
-		Age:     now.Sub(c.Created),
+		Age:     now.Sub(latestCreation(c.Created)),
 	}
 	if sb.Name == "" {
 		sb.Name = c.ID
@@ -172,6 +172,18 @@ func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 	}
 	sb.Owner = Owner{Name: c.Labels[OwnerLabel(p)], Process: proc}
 	return sb, nil
+}
+
+// latestCreation is the latest instant a reported creation time may stand
+// for. A time on a whole second may have been truncated (Docker's list
+// reports seconds only): it is taken as the end of that second, so that
+// truncation can never shorten the grace window. A precise time that
+// happens to fall on a whole second only gets a little more grace.
+func latestCreation(created time.Time) time.Time {
+	if created.Nanosecond() == 0 {
+		return created.Add(time.Second - time.Nanosecond)
+	}
+	return created
 }
 
 // remove kills then removes each orphan, in parallel. It removes by ID, so

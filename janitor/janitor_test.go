@@ -30,7 +30,9 @@ type clock struct {
 	now time.Time
 }
 
-func newClock() *clock { return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
+// newClock starts off a whole second: a creation time on a whole second
+// is taken as possibly truncated (see TestSweepTruncatedCreationTime).
+func newClock() *clock { return &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 250_000_000, time.UTC)} }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
@@ -385,6 +387,30 @@ func TestSweepGraceFollowsTheClock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed), "grace over")
 	assert.Empty(t, w.names())
+}
+
+// TestSweepTruncatedCreationTime: Docker's list reports creation times in
+// whole seconds, truncated. Such a time is taken as the end of its second,
+// so that the truncation never removes a sandbox before its grace is over.
+func TestSweepTruncatedCreationTime(t *testing.T) {
+	w := newWorld(t)
+	grace := 2 * time.Second
+	created := w.clock.Now() // really created at 03:04:05.250
+	w.fake.Seed(runtime.Container{Name: "roboco-sandbox-pg-1", Created: created.Truncate(time.Second), Labels: map[string]string{
+		janitor.SandboxLabel(prefix): "1", janitor.OwnerLabel(prefix): "roboco-agent-1",
+	}})
+	j := w.janitor(janitor.Options{Grace: grace})
+
+	w.clock.Advance(grace - time.Millisecond) // 1.999 s after the real creation
+	rep, err := j.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Skipped), "never early")
+
+	w.clock.Advance(751 * time.Millisecond) // the end of the reported second + grace
+	rep, err = j.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed))
+	assert.GreaterOrEqual(t, w.clock.Now().Sub(created), grace)
 }
 
 func TestSweepOneFailingContainerDoesNotStopTheSweep(t *testing.T) {

@@ -16,7 +16,8 @@ type Sandbox struct {
 	Owner   Owner
 	State   runtime.State
 	Created time.Time // the runtime's creation time
-	// Age is the sweep's clock minus Created.
+	// Age is the sweep's clock minus Created; for a Created on a whole
+	// second, which may be truncated, minus the end of that second.
 	Age time.Duration
 }
 
