@@ -1,0 +1,67 @@
+package docker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+
+	"github.com/roboco/sandboxer/conformance"
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/docker"
+)
+
+// TestConformance runs the shared suite against the daemon of the
+// environment (DOCKER_HOST, else the default socket): the subtests are
+// TestConformance/docker/<Semantic>.
+func TestConformance(t *testing.T) {
+	fx := conformance.FixturesFromEnv(t, docker.Name)
+
+	// A plain client for what the port does not offer: the volume list
+	// and the daemon's data root.
+	testenv.Load()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		testenv.Unavailable(t, docker.Name, "client: %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	info, err := cli.Info(ctx)
+	if err != nil {
+		testenv.Unavailable(t, docker.Name, "docker info: %v", err)
+	}
+
+	conformance.Run(t, conformance.Config{
+		Runtime:  docker.Name,
+		Fixtures: fx,
+		New: func(t testing.TB) runtime.ContainerRuntime {
+			r, err := docker.New()
+			if err != nil {
+				testenv.Unavailable(t, docker.Name, "%v", err)
+			}
+			t.Cleanup(func() { _ = r.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := r.Version(ctx); err != nil {
+				testenv.Unavailable(t, docker.Name, "%v", err)
+			}
+			return r
+		},
+		Volumes: func(ctx context.Context) ([]string, error) {
+			res, err := cli.VolumeList(ctx, volume.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			names := make([]string, 0, len(res.Volumes))
+			for _, v := range res.Volumes {
+				names = append(names, v.Name)
+			}
+			return names, nil
+		},
+		HostDataDirs: []string{info.DockerRootDir},
+	})
+}
