@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# hack/env/containerd.sh up|down|build — a private containerd v2.4.2 for the
+# tests, next to (and never touching) the containerd that Docker runs.
+#
+# build: builds containerd, ctr and containerd-shim-runc-v2 v2.4.2 with
+#        `go install` in a throw-away GOPATH (never in our module), cached by
+#        version under ${SANDBOXER_CACHE:-$HOME/.cache/sandboxer}/containerd-v2.4.2/bin.
+# up:    build (cached), apt-get install runc and containernetworking-plugins
+#        when missing, write a private config (own root, state, gRPC address,
+#        shim socket dir; cri, podsandbox and nri plugins disabled), start the
+#        daemon when nothing answers on its address (PID in
+#        build/run/containerd.pid only then, log in build/run/containerd.log),
+#        poll until it answers, and print on stdout:
+#          CONTAINERD_ADDRESS=/run/sandboxer/containerd/containerd.sock
+#          CONTAINERD_NAMESPACE=sandboxer
+#          CONTAINERD_RUNC_ROOT=/run/sandboxer/containerd/runc
+# down:  only if `up` started the daemon: kills and deletes every task and
+#        container left in the sandboxer namespace, stops the daemon, and
+#        removes what tests' CNI networking left behind in our namespace of
+#        names: sbx-* bridges, iptables rules that mention them or our
+#        10.213.0.0/16 pool, the CNI chains that are then empty and unused,
+#        and CNI result caches of sbx-* bridges. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. hack/env/lib.sh
+
+VERSION=v2.4.2
+MODULE=github.com/containerd/containerd/v2
+CACHE=${SANDBOXER_CACHE:-$HOME/.cache/sandboxer}/containerd-$VERSION
+BIN=$CACHE/bin
+NAMESPACE=sandboxer
+ROOT=/var/lib/sandboxer/containerd
+STATE=/run/sandboxer/containerd
+ADDRESS=$STATE/containerd.sock
+RUNC_ROOT=$STATE/runc
+# The adapter's own state (network definitions, IPAM, task logs): must match
+# runtime/containerd's DefaultStateDir.
+ADAPTER_STATE=/run/sandboxer/containerd-adapter
+POOL_RE='10\.213\.'
+BRIDGE_PREFIX=sbx-
+PIDFILE=build/run/containerd.pid
+LOGFILE=build/run/containerd.log
+CONFIG=build/run/containerd.toml
+
+ctr_() { timeout 20 "$BIN/ctr" --address "$ADDRESS" --namespace "$NAMESPACE" "$@"; }
+answers() { [ -S "$ADDRESS" ] && timeout 5 "$BIN/ctr" --address "$ADDRESS" version >/dev/null 2>&1; }
+
+built() {
+	local b
+	for b in containerd ctr containerd-shim-runc-v2; do
+		[ -x "$BIN/$b" ] || return 1
+	done
+	"$BIN/containerd" --version 2>/dev/null | grep -q " $VERSION "
+}
+
+build() {
+	if built; then
+		log "containerd: $VERSION binaries cached in $BIN"
+		return 0
+	fi
+	local tmp t0 ldflags modcache b
+	t0=$(date +%s)
+	tmp=$(mktemp -d)
+	# shellcheck disable=SC2064
+	trap "chmod -R u+w '$tmp' 2>/dev/null; rm -rf '$tmp'" EXIT
+	log "containerd: building $VERSION with go install into $BIN (takes a few minutes cold)"
+	ldflags="-X $MODULE/version.Version=$VERSION -X $MODULE/version.Revision=go-install -X $MODULE/version.Package=$MODULE"
+	# A throw-away GOPATH/GOBIN, run outside our module: `go install pkg@version`
+	# builds containerd against its own go.mod, and ours is never touched. The
+	# module cache is shared so that a warm machine downloads nothing.
+	modcache=$(go env GOMODCACHE)
+	(
+		cd "$tmp"
+		export GOPATH=$tmp/gopath GOBIN=$tmp/bin GOMODCACHE=$modcache GOFLAGS= GOTOOLCHAIN=local GO111MODULE=on
+		go install -trimpath -tags no_btrfs -ldflags "$ldflags" \
+			"$MODULE/cmd/containerd@$VERSION" "$MODULE/cmd/ctr@$VERSION"
+		CGO_ENABLED=0 go install -trimpath -tags no_grpc -ldflags "$ldflags" \
+			"$MODULE/cmd/containerd-shim-runc-v2@$VERSION"
+	) >&2
+	mkdir -p "$BIN"
+	for b in containerd ctr containerd-shim-runc-v2; do
+		install -m 0755 "$tmp/bin/$b" "$BIN/$b.new"
+		mv -f "$BIN/$b.new" "$BIN/$b"
+	done
+	log "containerd: built in $(($(date +%s) - t0))s"
+}
+
+write_config() {
+	mkdir -p "$(dirname "$CONFIG")"
+	cat >"$CONFIG.tmp" <<EOF
+# Written by hack/env/containerd.sh: a private containerd for sandboxer's tests.
+# Its own root, state, addresses and shim socket dir, so that it never
+# disturbs the containerd that Docker (or the host) runs.
+version = 3
+root = "$ROOT"
+state = "$STATE"
+disabled_plugins = [
+  "io.containerd.grpc.v1.cri",
+  "io.containerd.cri.v1.images",
+  "io.containerd.cri.v1.runtime",
+  "io.containerd.podsandbox.controller.v1.podsandbox",
+  "io.containerd.nri.v1.nri",
+]
+
+[grpc]
+  address = "$ADDRESS"
+
+[ttrpc]
+  address = "$ADDRESS.ttrpc"
+
+[plugins]
+  [plugins.'io.containerd.shim.v1.manager']
+    socket_dir = "$STATE/s"
+  [plugins.'io.containerd.internal.v1.opt']
+    path = "$ROOT/opt"
+EOF
+	mv -f "$CONFIG.tmp" "$CONFIG"
+}
+
+up() {
+	need_pkgs runc containernetworking-plugins iptables
+	build
+	if answers; then
+		log "containerd: already answering on $ADDRESS"
+	else
+		write_config
+		mkdir -p build/run "$ROOT" "$STATE" "$RUNC_ROOT"
+		log "containerd: starting $VERSION on $ADDRESS (log: $LOGFILE)"
+		# The shim is looked up next to the containerd binary, then in PATH.
+		PATH="$BIN:$PATH" start_daemon "$PIDFILE" "$LOGFILE" \
+			"$BIN/containerd" --config "$CONFIG" --log-level info
+		if ! wait_for "containerd on $ADDRESS" 60 answers; then
+			tail -n 30 "$LOGFILE" >&2
+			exit 1
+		fi
+	fi
+	echo "CONTAINERD_ADDRESS=$ADDRESS"
+	echo "CONTAINERD_NAMESPACE=$NAMESPACE"
+	echo "CONTAINERD_RUNC_ROOT=$RUNC_ROOT"
+}
+
+# remove_leftover_containers kills and deletes every task and container of our
+# namespace (containers outlive containerd itself: their shims keep running).
+remove_leftover_containers() {
+	local id
+	answers || return 0
+	for id in $(ctr_ tasks ls -q 2>/dev/null); do
+		log "containerd: killing leftover task $id"
+		ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true
+	done
+	for id in $(ctr_ tasks ls -q 2>/dev/null); do
+		ctr_ tasks delete --force "$id" >/dev/null 2>&1 || log "containerd: task $id: delete failed"
+	done
+	for id in $(ctr_ containers ls -q 2>/dev/null); do
+		log "containerd: deleting leftover container $id"
+		ctr_ containers delete "$id" >/dev/null 2>&1 || log "containerd: container $id: delete failed"
+	done
+}
+
+# clean_iptables removes every rule that mentions our bridges or our address
+# pool, then every CNI-* chain that is left empty (with the jumps to it),
+# until nothing changes. Chains that still hold someone else's rules stay.
+clean_iptables() {
+	local table rule chain changed
+	for table in filter nat mangle; do
+		iptables -t "$table" -S >/dev/null 2>&1 || continue
+		iptables -t "$table" -S | grep -E -- "-A .*($POOL_RE|$BRIDGE_PREFIX)" | while read -r rule; do
+			# shellcheck disable=SC2086
+			eval "iptables -t $table ${rule/-A/-D}" 2>/dev/null || true
+		done
+		changed=1
+		while [ "$changed" = 1 ]; do
+			changed=0
+			for chain in $(iptables -t "$table" -S | awk '$1=="-N" && $2 ~ /^CNI-/ {print $2}'); do
+				[ "$(iptables -t "$table" -S "$chain" | wc -l)" -le 1 ] || continue
+				iptables -t "$table" -S | grep -E -- "-A .* -j $chain( |\$)" | while read -r rule; do
+					eval "iptables -t $table ${rule/-A/-D}" 2>/dev/null || true
+				done
+				iptables -t "$table" -X "$chain" 2>/dev/null && changed=1
+			done
+		done
+	done
+	# portmap's masquerade plumbing serves no one once no DNAT chain is left.
+	if ! iptables -t nat -S CNI-HOSTPORT-DNAT >/dev/null 2>&1; then
+		for chain in CNI-HOSTPORT-MASQ CNI-HOSTPORT-SETMARK; do
+			iptables -t nat -S "$chain" >/dev/null 2>&1 || continue
+			iptables -t nat -S | grep -E -- "-A .* -j $chain( |\$)" | while read -r rule; do
+				eval "iptables -t nat ${rule/-A/-D}" 2>/dev/null || true
+			done
+			iptables -t nat -F "$chain" && iptables -t nat -X "$chain" || true
+		done
+	fi
+}
+
+clean_network() {
+	local dev f
+	for dev in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$BRIDGE_PREFIX" || true); do
+		log "containerd: deleting bridge $dev"
+		ip link delete "$dev" || true
+	done
+	for dev in $(ip -o link show type veth 2>/dev/null | grep -- "master $BRIDGE_PREFIX" | awk -F': ' '{print $2}' | cut -d@ -f1 || true); do
+		ip link delete "$dev" 2>/dev/null || true
+	done
+	clean_iptables
+	# libcni caches ADD results in /var/lib/cni (go-cni offers no other
+	# place); DEL removes them, so only interrupted tests leave some.
+	if [ -d /var/lib/cni/results ]; then
+		grep -l "\"$BRIDGE_PREFIX" /var/lib/cni/results/* 2>/dev/null | xargs -r rm -f
+	fi
+	# IP reservations and task logs of containers that no longer exist.
+	rm -rf "$ADAPTER_STATE/ipam" "$ADAPTER_STATE/logs"
+}
+
+down() {
+	if [ ! -f "$PIDFILE" ]; then
+		log "containerd: not started by us, left alone"
+		return 0
+	fi
+	remove_leftover_containers
+	stop_daemon "$PIDFILE" containerd
+	clean_network
+}
+
+case "${1:-up}" in
+up) up ;;
+down) down ;;
+build) build ;;
+*)
+	echo "usage: $0 up|down|build" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,283 @@
+// Package containerd is sandboxer's containerd adapter: it implements
+// runtime.ContainerRuntime (and runtime.Creator) on the containerd v2 client
+// (github.com/containerd/containerd/v2/client), in a containerd namespace of
+// its own, with CNI networking through github.com/containerd/go-cni and the
+// standard plugins.
+//
+// Endpoint: WithAddress, else CONTAINERD_ADDRESS, else
+// /run/containerd/containerd.sock. Namespace: WithNamespace, else
+// CONTAINERD_NAMESPACE, else "sandboxer" (never moby or k8s.io, which belong
+// to Docker and Kubernetes). New never contacts the daemon; every verb then
+// fails within about a second with runtime.ErrUnavailable naming the address
+// when nothing answers there.
+//
+// The adapter runs on the daemon's host: CNI plugins run in this process's
+// network namespace, task logs and network definitions live in a local
+// state directory (WithStateDir, default /run/sandboxer/containerd-adapter),
+// and limits are checked against the host's cgroup controllers.
+//
+// What a container is made of:
+//   - a container with the run spec's labels, an overlay snapshot of its
+//     image, and a record (a container extension) of what the adapter needs
+//     to know later, from any process: the image ref as given, the stop
+//     signal, its network, published ports, addresses, tmpfs paths and
+//     anonymous volumes;
+//   - a task (Run only; Create makes the container alone), whose stdout and
+//     stderr go to <state>/logs/<namespace>/<id>.log;
+//   - an OCI spec from the image config (entrypoint, cmd, env, user,
+//     workdir), then the run spec: tmpfs (noexec,nosuid,nodev like Docker's),
+//     memory, CPU CFS quota/period, pids, rlimits, env, and a read-only
+//     cgroup mount at /sys/fs/cgroup so that limits are visible inside;
+//   - one network interface (eth0) on a CNI bridge network, joined between
+//     task create and task start; published ports through portmap on
+//     127.0.0.1 by default;
+//   - for each VOLUME of the image that no tmpfs covers, an anonymous volume:
+//     an empty snapshot seeded with the image's content at that path, which
+//     Remove deletes.
+//
+// Container.Mounts lists the tmpfs mounts and the anonymous volumes, as
+// Docker does; like Docker it leaves out the kernel filesystems every
+// container gets (proc, sysfs, the cgroup mount, devpts, shm, mqueue).
+// Containers are never privileged and get no host path, socket or device.
+package containerd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	cgroups "github.com/containerd/cgroups/v3"
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/defaults"
+	"github.com/containerd/containerd/v2/pkg/identifiers"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Name is the runtime name this adapter reports and puts in its errors.
+const Name = "containerd"
+
+const (
+	// DefaultAddress is containerd's default gRPC socket.
+	DefaultAddress = defaults.DefaultAddress
+	// DefaultNamespace is the containerd namespace sandboxer works in.
+	DefaultNamespace = "sandboxer"
+	// DefaultStateDir is where the adapter keeps network definitions, IP
+	// allocations, task logs and FIFOs. It is on /run on purpose: none of it
+	// outlives the host's containers, which do not survive a reboot either.
+	DefaultStateDir = "/run/sandboxer/containerd-adapter"
+
+	// EnvAddress, EnvNamespace and EnvRuncRoot are the environment variables
+	// New reads when no option is given.
+	EnvAddress   = "CONTAINERD_ADDRESS"
+	EnvNamespace = "CONTAINERD_NAMESPACE"
+	EnvRuncRoot  = "CONTAINERD_RUNC_ROOT"
+
+	// pingTimeout bounds the first contact with the daemon, so that an
+	// address where nothing (or something hung) listens fails fast.
+	pingTimeout = 1500 * time.Millisecond
+)
+
+// DefaultCNIPluginDirs are searched, in order, for the CNI plugins (Debian's
+// containernetworking-plugins installs them in /usr/lib/cni).
+var DefaultCNIPluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
+
+// Compile-time proof that the adapter implements the port.
+var (
+	_ runtime.ContainerRuntime = (*Runtime)(nil)
+	_ runtime.Creator          = (*Runtime)(nil)
+)
+
+// Runtime is a runtime.ContainerRuntime backed by a containerd daemon. It is
+// safe for concurrent use.
+type Runtime struct {
+	client      *client.Client
+	address     string
+	namespace   string
+	stateDir    string
+	cniDirs     []string
+	runcRoot    string
+	insecure    []string
+	snapshotter string
+	log         *slog.Logger
+	pingTimeout time.Duration
+	reachable   atomic.Bool
+}
+
+type options struct {
+	address   string
+	namespace string
+	stateDir  string
+	cniDirs   []string
+	runcRoot  string
+	insecure  []string
+	log       *slog.Logger
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithAddress talks to the daemon at address (a unix socket path) instead of
+// CONTAINERD_ADDRESS or the default socket.
+func WithAddress(address string) Option {
+	return func(o *options) { o.address = address }
+}
+
+// WithNamespace works in the containerd namespace ns instead of
+// CONTAINERD_NAMESPACE or "sandboxer".
+func WithNamespace(ns string) Option {
+	return func(o *options) { o.namespace = ns }
+}
+
+// WithStateDir keeps the adapter's local state (network definitions, IP
+// allocations, task logs) in dir instead of DefaultStateDir. Every process
+// that drives the same containers must use the same directory.
+func WithStateDir(dir string) Option {
+	return func(o *options) { o.stateDir = dir }
+}
+
+// WithCNIPluginDirs searches dirs for the CNI plugins instead of
+// DefaultCNIPluginDirs.
+func WithCNIPluginDirs(dirs ...string) Option {
+	return func(o *options) { o.cniDirs = dirs }
+}
+
+// WithRuncRoot gives runc this state root for the containers the adapter
+// creates (else CONTAINERD_RUNC_ROOT, else the shim's default
+// /run/containerd/runc), so that a private daemon keeps its runc state apart.
+func WithRuncRoot(dir string) Option {
+	return func(o *options) { o.runcRoot = dir }
+}
+
+// WithInsecureRegistries pulls from these registry hosts ("host" or
+// "host:port") over plain HTTP. Registries on 127.0.0.0/8 and localhost
+// always are.
+func WithInsecureRegistries(hosts ...string) Option {
+	return func(o *options) { o.insecure = append(o.insecure, hosts...) }
+}
+
+// WithLogger sets the logger for best-effort clean-ups (default
+// slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+// New returns a Runtime for the address and namespace chosen by the options
+// or the environment. It does not contact the daemon: a daemon that is down
+// is reported by Version and by every verb as runtime.ErrUnavailable.
+func New(opts ...Option) (*Runtime, error) {
+	o := options{log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.address == "" {
+		o.address = os.Getenv(EnvAddress)
+	}
+	if o.address == "" {
+		o.address = DefaultAddress
+	}
+	if o.namespace == "" {
+		o.namespace = os.Getenv(EnvNamespace)
+	}
+	if o.namespace == "" {
+		o.namespace = DefaultNamespace
+	}
+	if err := identifiers.Validate(o.namespace); err != nil {
+		return nil, runtime.NewError(Name, opConnect, o.address, nil, fmt.Errorf("namespace %q: %w", o.namespace, err))
+	}
+	if o.stateDir == "" {
+		o.stateDir = DefaultStateDir
+	}
+	if len(o.cniDirs) == 0 {
+		o.cniDirs = DefaultCNIPluginDirs
+	}
+	if o.runcRoot == "" {
+		o.runcRoot = os.Getenv(EnvRuncRoot)
+	}
+	c, err := client.New(o.address,
+		client.WithDefaultNamespace(o.namespace),
+		client.WithTimeout(pingTimeout))
+	if err != nil {
+		return nil, runtime.NewError(Name, opConnect, o.address, runtime.ErrUnavailable, err)
+	}
+	return &Runtime{
+		client:      c,
+		address:     o.address,
+		namespace:   o.namespace,
+		stateDir:    filepath.Clean(o.stateDir),
+		cniDirs:     o.cniDirs,
+		runcRoot:    o.runcRoot,
+		insecure:    o.insecure,
+		snapshotter: defaults.DefaultSnapshotter,
+		log:         o.log,
+		pingTimeout: pingTimeout,
+	}, nil
+}
+
+// Name returns "containerd".
+func (r *Runtime) Name() string { return Name }
+
+// Endpoint returns the daemon's socket path.
+func (r *Runtime) Endpoint() string { return r.address }
+
+// Namespace returns the containerd namespace the adapter works in.
+func (r *Runtime) Namespace() string { return r.namespace }
+
+// Version pings the daemon and reports its version and the host's cgroup
+// version.
+func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
+	const op = opVersion
+	ctx = r.ctx(ctx)
+	if err := r.ready(ctx, op, r.address); err != nil {
+		return runtime.Info{}, err
+	}
+	v, err := r.client.Version(ctx)
+	if err != nil {
+		return runtime.Info{}, r.wrap(op, r.address, err)
+	}
+	cg := "1"
+	if cgroups.Mode() == cgroups.Unified {
+		cg = "2"
+	}
+	return runtime.Info{
+		Runtime:       Name,
+		Endpoint:      r.address,
+		Version:       v.Version,
+		CgroupVersion: cg,
+	}, nil
+}
+
+// Close releases the client's connection.
+func (r *Runtime) Close() error {
+	return r.client.Close()
+}
+
+// ctx puts the adapter's namespace on ctx.
+func (r *Runtime) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, r.namespace)
+}
+
+// ready makes sure the daemon answered once, with a bounded ping, so that a
+// daemon that is down or hung gives ErrUnavailable at once instead of
+// whatever the first request's error would be after gRPC's back-off.
+func (r *Runtime) ready(ctx context.Context, op, object string) error {
+	if r.reachable.Load() {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.pingTimeout)
+	defer cancel()
+	if _, err := r.client.Version(pctx); err != nil {
+		if ctx.Err() != nil {
+			return runtime.NewError(Name, op, object, nil, ctx.Err())
+		}
+		return runtime.NewError(Name, op, object, runtime.ErrUnavailable,
+			fmt.Errorf("containerd at %s does not answer: %w", r.address, err))
+	}
+	r.reachable.Store(true)
+	return nil
+}

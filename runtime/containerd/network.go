@@ -1,0 +1,516 @@
+package containerd
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	cni "github.com/containerd/go-cni"
+	"github.com/vishvananda/netlink"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+const (
+	// DefaultNetwork is the network a container joins when its run spec
+	// names none. The adapter creates it on first use.
+	DefaultNetwork = "sandboxer"
+	// BridgePrefix starts the name of every bridge the adapter creates, so
+	// that clean-ups can tell them from anyone else's.
+	BridgePrefix = "sbx-"
+	// ifPrefix names the container's interfaces: eth0 for its network.
+	ifPrefix = "eth"
+)
+
+// subnetPool is where networks get their /24s: clear of docker0's
+// 172.17.0.0/16, Docker's other default pools (172.18-31/16,
+// 192.168.0.0/16) and Podman's 10.88.0.0/16.
+var subnetPool = netip4(10, 213, 0, 0)
+
+func netip4(a, b, c, d byte) net.IP { return net.IPv4(a, b, c, d).To4() }
+
+// validNetworkName is what Docker accepts, and safe as a file name.
+var validNetworkName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
+
+// networkDef is a network as the adapter persists it in its state dir, so
+// that every process (and adapter instance) sees the same networks.
+type networkDef struct {
+	Name    string            `json:"name"`
+	ID      string            `json:"id"`
+	Bridge  string            `json:"bridge"`
+	Subnet  string            `json:"subnet"`
+	Gateway string            `json:"gateway"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Created time.Time         `json:"created"`
+}
+
+func (r *Runtime) networksDir() string { return filepath.Join(r.stateDir, "networks") }
+func (r *Runtime) ipamDir() string     { return filepath.Join(r.stateDir, "ipam") }
+
+func (r *Runtime) networkFile(name string) string {
+	return filepath.Join(r.networksDir(), name+".json")
+}
+
+// lockNetworks serialises changes to the network definitions across
+// processes (flock on a file of the state dir).
+func (r *Runtime) lockNetworks() (func(), error) {
+	if err := os.MkdirAll(r.networksDir(), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(r.networksDir(), ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// CreateNetwork creates a bridge network with a /24 of its own from
+// 10.213.0.0/16 and a bridge named sbx-<hash of the name>. The definition
+// is a file of the state dir; the bridge itself appears when the first
+// container joins. A name that is taken is ErrAlreadyExists.
+func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
+	const op = opCreateNetwork
+	ctx = r.ctx(ctx)
+	if err := r.ready(ctx, op, spec.Name); err != nil {
+		return runtime.Network{}, err
+	}
+	def, err := r.createNetwork(spec)
+	if err != nil {
+		return runtime.Network{}, r.wrap(op, spec.Name, err)
+	}
+	return runtime.Network{ID: def.ID, Name: def.Name}, nil
+}
+
+func (r *Runtime) createNetwork(spec runtime.NetworkSpec) (*networkDef, error) {
+	if !validNetworkName.MatchString(spec.Name) {
+		return nil, fmt.Errorf("invalid network name %q (want %s)", spec.Name, validNetworkName)
+	}
+	unlock, err := r.lockNetworks()
+	if err != nil {
+		return nil, fmt.Errorf("lock the network definitions: %w", err)
+	}
+	defer unlock()
+	if _, err := os.Stat(r.networkFile(spec.Name)); err == nil {
+		return nil, fail(opCreateNetwork, spec.Name, runtime.ErrAlreadyExists, "network %q exists", spec.Name)
+	}
+	defs, err := r.readNetworks()
+	if err != nil {
+		return nil, err
+	}
+	subnet, gateway, err := freeSubnet(defs)
+	if err != nil {
+		return nil, err
+	}
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return nil, err
+	}
+	def := &networkDef{
+		Name:    spec.Name,
+		ID:      hex.EncodeToString(id),
+		Bridge:  bridgeName(spec.Name),
+		Subnet:  subnet.String(),
+		Gateway: gateway.String(),
+		Labels:  spec.Labels,
+		Created: time.Now().UTC(),
+	}
+	b, err := json.MarshalIndent(def, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	tmp := r.networkFile(spec.Name) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, r.networkFile(spec.Name)); err != nil {
+		return nil, err
+	}
+	return def, nil
+}
+
+// bridgeName is sbx- and 8 hex digits of the network name's hash: unique
+// per name, and within the 15 bytes of an interface name.
+func bridgeName(network string) string {
+	sum := sha256.Sum256([]byte(network))
+	return BridgePrefix + hex.EncodeToString(sum[:4])
+}
+
+// readNetworks reads every network definition.
+func (r *Runtime) readNetworks() ([]*networkDef, error) {
+	entries, err := os.ReadDir(r.networksDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var defs []*networkDef
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() {
+			continue
+		}
+		def, err := r.readNetwork(name)
+		if err != nil {
+			return nil, err
+		}
+		if def != nil {
+			defs = append(defs, def)
+		}
+	}
+	return defs, nil
+}
+
+// readNetwork reads one definition; nil when there is none.
+func (r *Runtime) readNetwork(name string) (*networkDef, error) {
+	b, err := os.ReadFile(r.networkFile(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var def networkDef
+	if err := json.Unmarshal(b, &def); err != nil {
+		return nil, fmt.Errorf("network definition %s: %w", r.networkFile(name), err)
+	}
+	return &def, nil
+}
+
+// freeSubnet picks the first /24 of the pool that no network definition
+// holds and no address of this host falls in.
+func freeSubnet(defs []*networkDef) (*net.IPNet, net.IP, error) {
+	taken := map[string]bool{}
+	for _, d := range defs {
+		taken[d.Subnet] = true
+	}
+	hostNets := hostAddresses()
+	for i := 0; i < 256; i++ {
+		ip := netip4(subnetPool[0], subnetPool[1], byte(i), 0)
+		subnet := &net.IPNet{IP: ip, Mask: net.CIDRMask(24, 32)}
+		if taken[subnet.String()] {
+			continue
+		}
+		inUse := false
+		for _, a := range hostNets {
+			if subnet.Contains(a) {
+				inUse = true
+				break
+			}
+		}
+		if inUse {
+			continue
+		}
+		return subnet, netip4(ip[0], ip[1], ip[2], 1), nil
+	}
+	return nil, nil, fmt.Errorf("no free /24 left in %s/16", subnetPool)
+}
+
+// hostAddresses lists the IPv4 addresses of the host's interfaces.
+func hostAddresses() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var ips []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			ips = append(ips, n.IP.To4())
+		}
+	}
+	return ips
+}
+
+// RemoveNetwork deletes a network's definition, its IP allocations and its
+// bridge. A network that containers are still attached to is refused; an
+// absent network is not an error.
+func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
+	const op = opRemoveNetwork
+	ctx = r.ctx(ctx)
+	if err := r.ready(ctx, op, name); err != nil {
+		return err
+	}
+	if !validNetworkName.MatchString(name) {
+		return nil // no such network can exist
+	}
+	unlock, err := r.lockNetworks()
+	if err != nil {
+		return r.wrap(op, name, fmt.Errorf("lock the network definitions: %w", err))
+	}
+	defer unlock()
+	def, err := r.readNetwork(name)
+	if err != nil {
+		return r.wrap(op, name, err)
+	}
+	if def == nil {
+		return nil
+	}
+	if ports := bridgePorts(def.Bridge); len(ports) > 0 {
+		return fail(op, name, nil, "network %s is in use: %d interface(s) on bridge %s", name, len(ports), def.Bridge)
+	}
+	if err := deleteLink(def.Bridge); err != nil {
+		return r.wrap(op, name, fmt.Errorf("delete bridge %s: %w", def.Bridge, err))
+	}
+	if err := os.RemoveAll(filepath.Join(r.ipamDir(), name)); err != nil {
+		return r.wrap(op, name, err)
+	}
+	if err := os.Remove(r.networkFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return r.wrap(op, name, err)
+	}
+	return nil
+}
+
+// bridgePorts lists the interfaces enslaved to a bridge.
+func bridgePorts(bridge string) []string {
+	entries, err := os.ReadDir(filepath.Join("/sys/class/net", bridge, "brif"))
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// deleteLink deletes a network interface; an absent one is fine.
+func deleteLink(name string) error {
+	link, err := netlink.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return err
+	}
+	return netlink.LinkDel(link)
+}
+
+// network returns the definition of the network a container joins,
+// creating the default network on first use.
+func (r *Runtime) network(op, object, name string) (*networkDef, error) {
+	def, err := r.readNetwork(name)
+	if err != nil {
+		return nil, r.wrap(op, object, err)
+	}
+	if def != nil {
+		return def, nil
+	}
+	if name != DefaultNetwork {
+		return nil, fail(op, object, runtime.ErrNotFound, "network %q not found", name)
+	}
+	def, err = r.createNetwork(runtime.NetworkSpec{Name: name})
+	if errors.Is(err, runtime.ErrAlreadyExists) {
+		// Another process created it meanwhile.
+		def, err = r.readNetwork(name)
+	}
+	if err != nil {
+		return nil, r.wrap(op, object, fmt.Errorf("create the default network: %w", err))
+	}
+	return def, nil
+}
+
+// conflist is a network's CNI configuration: a bridge with host-local IPAM
+// (allocations in the adapter's state dir), portmap for published ports,
+// and firewall, which lets the bridge's traffic through a FORWARD chain
+// whose policy is DROP (as Docker sets it, with br_netfilter on).
+func (r *Runtime) conflist(def *networkDef) ([]byte, error) {
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       def.Name,
+		"plugins": []map[string]any{
+			{
+				"type":        "bridge",
+				"bridge":      def.Bridge,
+				"isGateway":   true,
+				"ipMasq":      false,
+				"hairpinMode": true,
+				"ipam": map[string]any{
+					"type":    "host-local",
+					"dataDir": r.ipamDir(),
+					"ranges":  [][]map[string]string{{{"subnet": def.Subnet, "gateway": def.Gateway}}},
+				},
+			},
+			{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+			{"type": "firewall", "backend": "iptables"},
+		},
+	}
+	return json.Marshal(conf)
+}
+
+// cniFor loads a CNI instance for one network configuration list, which
+// becomes eth0, and the loopback network. (go-cni names interfaces in load
+// order, so the list must come first.)
+func (r *Runtime) cniFor(conflist []byte) (cni.CNI, error) {
+	c, err := cni.New(cni.WithPluginDir(r.cniDirs), cni.WithInterfacePrefix(ifPrefix))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Load(cni.WithConfListBytes(conflist), cni.WithLoNetwork); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// attachment is what joining a network gave a container.
+type attachment struct {
+	conflist  []byte
+	address   string
+	published []runtime.PortBinding
+}
+
+// attach adds the network namespace of process pid to the network (CNI
+// ADD) with the port mappings asked for, ephemeral host ports being chosen
+// here since portmap has none of its own.
+func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networkDef, ports []runtime.PortSpec) (*attachment, error) {
+	conflist, err := r.conflist(def)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.cniFor(conflist)
+	if err != nil {
+		return nil, fmt.Errorf("load network %s: %w", def.Name, err)
+	}
+	published, err := bindPorts(ports)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Setup(ctx, id, netnsPath(pid), cni.WithCapabilityPortMap(portMappings(published)))
+	if err != nil {
+		return nil, fmt.Errorf("join network %s: %w", def.Name, err)
+	}
+	a := &attachment{conflist: conflist, published: published}
+	if iface, ok := res.Interfaces[ifPrefix+"0"]; ok {
+		for _, ipc := range iface.IPConfigs {
+			if ip4 := ipc.IP.To4(); ip4 != nil {
+				a.address = ip4.String()
+				break
+			}
+		}
+	}
+	if a.address == "" {
+		// Undo, so that the caller's clean-up has nothing to do here.
+		_ = c.Remove(context.WithoutCancel(ctx), id, netnsPath(pid), cni.WithCapabilityPortMap(portMappings(published)))
+		return nil, fmt.Errorf("join network %s: no IPv4 address in the CNI result", def.Name)
+	}
+	return a, nil
+}
+
+// detach deletes the container from the network it joined (CNI DEL):
+// portmap and firewall rules, the IP allocation, the veth. netns is the
+// task's network namespace while it lives, "" after (the plugins then
+// clean up what they can without it).
+func (r *Runtime) detach(ctx context.Context, id, netns string, rec *record) error {
+	if len(rec.Attached) == 0 {
+		return nil
+	}
+	c, err := r.cniFor(rec.Attached)
+	if err != nil {
+		return err
+	}
+	return c.Remove(ctx, id, netns, cni.WithCapabilityPortMap(portMappings(rec.Published)))
+}
+
+// netnsPath is the network namespace of a process.
+func netnsPath(pid uint32) string {
+	return "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/ns/net"
+}
+
+// bindPorts fills in defaults (tcp, 127.0.0.1) and picks a free host port
+// for each port asked without one.
+func bindPorts(ports []runtime.PortSpec) ([]runtime.PortBinding, error) {
+	out := make([]runtime.PortBinding, 0, len(ports))
+	for _, p := range ports {
+		b := runtime.PortBinding{ContainerPort: p.ContainerPort, Protocol: p.Protocol, HostIP: p.HostIP, HostPort: p.HostPort}
+		if b.HostPort == 0 {
+			port, err := freePort(b.Protocol, b.HostIP)
+			if err != nil {
+				return nil, fmt.Errorf("pick a host port for %d/%s: %w", b.ContainerPort, b.Protocol, err)
+			}
+			b.HostPort = port
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// freePort asks the kernel for a free port on ip.
+func freePort(proto, ip string) (int, error) {
+	addr := net.JoinHostPort(ip, "0")
+	if proto == "udp" {
+		c, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portMappings are the bindings in portmap's terms.
+func portMappings(ports []runtime.PortBinding) []cni.PortMapping {
+	out := make([]cni.PortMapping, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, cni.PortMapping{
+			HostPort:      int32(p.HostPort),
+			ContainerPort: int32(p.ContainerPort),
+			Protocol:      p.Protocol,
+			HostIP:        p.HostIP,
+		})
+	}
+	return out
+}
+
+// normalizePorts validates the run spec's ports and fills in the defaults.
+func normalizePorts(ports []runtime.PortSpec) ([]runtime.PortSpec, error) {
+	out := make([]runtime.PortSpec, 0, len(ports))
+	for _, p := range ports {
+		p.Protocol = strings.ToLower(p.Protocol)
+		if p.Protocol == "" {
+			p.Protocol = "tcp"
+		}
+		if p.Protocol != "tcp" && p.Protocol != "udp" {
+			return nil, fmt.Errorf("port %d: protocol %q is neither tcp nor udp", p.ContainerPort, p.Protocol)
+		}
+		if p.ContainerPort < 1 || p.ContainerPort > 65535 {
+			return nil, fmt.Errorf("container port %d out of range", p.ContainerPort)
+		}
+		if p.HostPort < 0 || p.HostPort > 65535 {
+			return nil, fmt.Errorf("host port %d out of range", p.HostPort)
+		}
+		if p.HostIP == "" {
+			p.HostIP = runtime.DefaultHostIP
+		}
+		if ip := net.ParseIP(p.HostIP); ip == nil || ip.To4() == nil {
+			return nil, fmt.Errorf("host IP %q of port %d is not an IPv4 address", p.HostIP, p.ContainerPort)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

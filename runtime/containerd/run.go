@@ -1,0 +1,226 @@
+package containerd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"time"
+
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/identifiers"
+	"github.com/containerd/containerd/v2/plugins"
+	cerrdefs "github.com/containerd/errdefs"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// cleanupTimeout bounds the removal of a container whose run failed, which
+// goes on even when the caller's context is done.
+const cleanupTimeout = 30 * time.Second
+
+// Run creates the container (see Create), then its task, joins it to its
+// network (the spec's, or the default network) with the ports to publish,
+// and starts it. If any step fails, everything made so far is removed
+// before the error is returned.
+func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	const op = opRun
+	ctx = r.ctx(ctx)
+	obj := object(spec)
+	if err := r.ready(ctx, op, obj); err != nil {
+		return runtime.Container{}, err
+	}
+	c, rec, err := r.create(ctx, op, spec)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	if err := r.start(ctx, op, c, rec); err != nil {
+		r.discard(ctx, op, c.ID())
+		return runtime.Container{}, err
+	}
+	return r.inspect(ctx, op, c.ID())
+}
+
+// Create makes the container without a task: its snapshot, spec, labels,
+// anonymous volumes and record. The image must be present (Create does not
+// pull) and the network must exist (the default network is created on
+// demand). It implements runtime.Creator.
+func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	const op = opCreate
+	ctx = r.ctx(ctx)
+	if err := r.ready(ctx, op, object(spec)); err != nil {
+		return runtime.Container{}, err
+	}
+	c, _, err := r.create(ctx, op, spec)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	return r.inspect(ctx, op, c.ID())
+}
+
+// object names the container in errors: its name, or its image when it has
+// none yet.
+func object(spec runtime.RunSpec) string {
+	if spec.Name != "" {
+		return spec.Name
+	}
+	return spec.Image
+}
+
+// create validates the spec and makes the container.
+func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (client.Container, *record, error) {
+	obj := object(spec)
+	if spec.Image == "" {
+		return nil, nil, fail(op, obj, nil, "no image given")
+	}
+	id := spec.Name
+	if id == "" {
+		id = randomName()
+		obj = id
+	}
+	if err := identifiers.Validate(id); err != nil {
+		return nil, nil, fail(op, obj, nil, "invalid container name: %v", err)
+	}
+	ports, err := normalizePorts(spec.Ports)
+	if err != nil {
+		return nil, nil, r.wrap(op, obj, err)
+	}
+	if err := checkLimits(spec); err != nil {
+		return nil, nil, r.wrap(op, obj, err)
+	}
+	if _, err := r.client.ContainerService().Get(ctx, id); err == nil {
+		return nil, nil, fail(op, obj, runtime.ErrAlreadyExists, "the name %q is taken", id)
+	} else if !cerrdefs.IsNotFound(err) {
+		return nil, nil, r.wrap(op, obj, err)
+	}
+	img, err := r.image(ctx, op, obj, spec.Image)
+	if err != nil {
+		return nil, nil, err
+	}
+	imgSpec, err := img.Spec(ctx)
+	if err != nil {
+		return nil, nil, r.wrap(op, obj, fmt.Errorf("image %q: config: %w", spec.Image, err))
+	}
+	network := spec.Network
+	if network == "" {
+		network = DefaultNetwork
+	}
+	if _, err := r.network(op, obj, network); err != nil {
+		return nil, nil, err
+	}
+
+	// Everything below is made under a lease, so that the garbage
+	// collector leaves it alone until the container references it; what a
+	// failure leaves unreferenced is collected once the lease ends.
+	ctx, done, err := r.client.WithLease(ctx)
+	if err != nil {
+		return nil, nil, r.wrap(op, obj, err)
+	}
+	defer done(context.WithoutCancel(ctx))
+
+	vols := volumesFor(id, imgSpec.Config.Volumes, spec.Tmpfs)
+	volMounts, volRefs, err := r.prepareVolumes(ctx, id, img, vols)
+	if err != nil {
+		return nil, nil, r.wrap(op, obj, err)
+	}
+	opts, err := specOpts(id, img, imgSpec.Config, spec, volMounts)
+	if err != nil {
+		_ = r.removeVolumes(context.WithoutCancel(ctx), vols)
+		return nil, nil, r.wrap(op, obj, err)
+	}
+	rec := &record{
+		Image:       spec.Image,
+		StopSignal:  imgSpec.Config.StopSignal,
+		Network:     network,
+		Ports:       ports,
+		Tmpfs:       tmpfsPaths(spec.Tmpfs),
+		Volumes:     vols,
+		Log:         r.logPath(id),
+		EmptyLabels: emptyLabelKeys(spec.Labels),
+	}
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, volRefs)
+
+	var runcOpts any
+	if r.runcRoot != "" {
+		runcOpts = &runcoptions.Options{Root: r.runcRoot}
+	}
+	c, err := r.client.NewContainer(ctx, id,
+		client.WithSnapshotter(r.snapshotter),
+		client.WithNewSnapshot(id, img),
+		client.WithRuntime(plugins.RuntimeRuncV2, runcOpts),
+		client.WithNewSpec(opts...),
+		client.WithContainerLabels(labels),
+		withRecord(rec),
+	)
+	if err != nil {
+		_ = r.removeVolumes(context.WithoutCancel(ctx), vols)
+		return nil, nil, r.wrap(op, obj, err)
+	}
+	return c, rec, nil
+}
+
+// start creates the task (stdout and stderr to the container's log file),
+// joins its network namespace to the network, records what that gave, and
+// starts it. The caller removes the container if start fails.
+func (r *Runtime) start(ctx context.Context, op string, c client.Container, rec *record) error {
+	id := c.ID()
+	def, err := r.network(op, id, rec.Network)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(rec.Log), 0o700); err != nil {
+		return r.wrap(op, id, err)
+	}
+	task, err := c.NewTask(ctx, cio.LogFile(rec.Log))
+	if err != nil {
+		return r.wrap(op, id, fmt.Errorf("create task: %w", err))
+	}
+	att, err := r.attach(ctx, id, task.Pid(), def, rec.Ports)
+	if err != nil {
+		return r.wrap(op, id, err)
+	}
+	rec.Attached = att.conflist
+	rec.Addresses = map[string]string{def.Name: att.address}
+	rec.Published = att.published
+	if err := c.Update(ctx, client.UpdateContainerOpts(withRecord(rec))); err != nil {
+		// Not recorded, so the caller's Remove would not know to undo it.
+		if derr := r.detach(context.WithoutCancel(ctx), id, netnsPath(task.Pid()), rec); derr != nil {
+			r.log.Warn("containerd: leave network after a failed run", "container", id, "network", def.Name, "error", derr)
+		}
+		return r.wrap(op, id, fmt.Errorf("record the network attachment: %w", err))
+	}
+	if err := task.Start(ctx); err != nil {
+		return r.wrap(op, id, fmt.Errorf("start task: %w", err))
+	}
+	return nil
+}
+
+// discard removes a container whose run failed, even if ctx is done.
+func (r *Runtime) discard(ctx context.Context, op, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := r.remove(ctx, id); err != nil {
+		r.log.Warn("containerd: remove a container whose run failed", "op", op, "container", id, "error", err)
+	}
+}
+
+// logPath is the file a container's task writes its stdout and stderr to.
+func (r *Runtime) logPath(id string) string {
+	return filepath.Join(r.stateDir, "logs", r.namespace, id+".log")
+}
+
+// randomName names a container that the run spec left unnamed.
+func randomName() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "sandboxer-" + hex.EncodeToString(b)
+}

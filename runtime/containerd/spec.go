@@ -1,0 +1,275 @@
+package containerd
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	cgroups "github.com/containerd/cgroups/v3"
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+const (
+	// cfsPeriod is the CFS period CPU quotas are expressed in (100 ms, as
+	// Docker uses).
+	cfsPeriod = 100_000
+	// minCFSQuota is the kernel's smallest CFS quota (1 ms).
+	minCFSQuota = 1_000
+	// maxHostname is the longest hostname the kernel takes.
+	maxHostname = 64
+)
+
+// tmpfsDefaults are the options every tmpfs starts from, as Docker's; the
+// run spec's options come after and win.
+var tmpfsDefaults = []string{"nosuid", "nodev", "noexec"}
+
+// specOpts turns the run spec into OCI spec options, applied to
+// containerd's default spec: the image config first (entrypoint, cmd, env,
+// user, workdir), then the run spec.
+func specOpts(id string, img client.Image, cfg ocispec.ImageConfig, spec runtime.RunSpec, volumeMounts []specs.Mount) ([]oci.SpecOpts, error) {
+	args := commandLine(cfg, spec)
+	if len(args) == 0 {
+		return nil, errors.New("no command: neither the run spec nor the image gives an entrypoint or a command")
+	}
+	tmpfs, err := tmpfsMounts(spec.Tmpfs)
+	if err != nil {
+		return nil, err
+	}
+	mounts := append(tmpfs, volumeMounts...)
+	// The default spec has no cgroup mount, so limits would be invisible
+	// inside. This is a cgroup filesystem (runc mounts the container's own
+	// cgroups there), not a bind of a host path.
+	mounts = append(mounts, specs.Mount{
+		Destination: "/sys/fs/cgroup",
+		Type:        "cgroup",
+		Source:      "cgroup",
+		Options:     []string{"ro", "nosuid", "noexec", "nodev"},
+	})
+
+	opts := []oci.SpecOpts{
+		oci.WithImageConfig(img),
+		oci.WithProcessArgs(args...),
+		oci.WithHostname(hostname(id)),
+		oci.WithMounts(mounts),
+	}
+	if cgroups.Mode() == cgroups.Unified {
+		// With cgroup v2 the mount shows the container's own cgroup only
+		// inside a cgroup namespace.
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.CgroupNamespace}))
+	}
+	if len(spec.Env) > 0 {
+		opts = append(opts, oci.WithEnv(envList(spec.Env)))
+	}
+	if spec.MemoryBytes > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(spec.MemoryBytes)))
+	}
+	if spec.CPUs > 0 {
+		opts = append(opts, oci.WithCPUCFS(cfsQuota(spec.CPUs), cfsPeriod))
+	}
+	if spec.PidsLimit > 0 {
+		opts = append(opts, oci.WithPidsLimit(spec.PidsLimit))
+	}
+	for _, u := range spec.Ulimits {
+		rl, err := rlimit(u)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, oci.WithRlimit(rl))
+	}
+	return opts, nil
+}
+
+// commandLine is the container's argv, with Docker's rules: an entrypoint
+// from the run spec replaces the image's and drops the image's cmd; a
+// command from the run spec replaces the image's cmd.
+func commandLine(cfg ocispec.ImageConfig, spec runtime.RunSpec) []string {
+	entrypoint, cmd := cfg.Entrypoint, cfg.Cmd
+	if spec.Entrypoint != nil {
+		entrypoint, cmd = spec.Entrypoint, nil
+	}
+	if spec.Command != nil {
+		cmd = spec.Command
+	}
+	return append(append([]string{}, entrypoint...), cmd...)
+}
+
+// hostname is the container's name, cut to what the kernel accepts.
+func hostname(id string) string {
+	if len(id) > maxHostname {
+		return id[:maxHostname]
+	}
+	return id
+}
+
+// envList renders env as KEY=value in key order.
+func envList(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// tmpfsMounts turns path -> "opt,opt" into tmpfs mounts, in path order.
+func tmpfsMounts(tmpfs map[string]string) ([]specs.Mount, error) {
+	paths := make([]string, 0, len(tmpfs))
+	for p := range tmpfs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	out := make([]specs.Mount, 0, len(paths))
+	for _, p := range paths {
+		if !path.IsAbs(p) {
+			return nil, fmt.Errorf("tmpfs path %q is not absolute", p)
+		}
+		opts := append([]string{}, tmpfsDefaults...)
+		for _, o := range strings.Split(tmpfs[p], ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				opts = append(opts, o)
+			}
+		}
+		out = append(out, specs.Mount{Destination: path.Clean(p), Type: "tmpfs", Source: "tmpfs", Options: opts})
+	}
+	return out, nil
+}
+
+// tmpfsPaths are the cleaned tmpfs mount points, in order.
+func tmpfsPaths(tmpfs map[string]string) []string {
+	out := make([]string, 0, len(tmpfs))
+	for p := range tmpfs {
+		out = append(out, path.Clean(p))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cfsQuota is the CFS quota, in microseconds per cfsPeriod, for cpus cores.
+func cfsQuota(cpus float64) int64 {
+	return int64(math.Round(cpus * cfsPeriod))
+}
+
+// rlimits maps ulimit(1)/Docker names to the kernel's.
+var rlimits = map[string]string{
+	"as":         "RLIMIT_AS",
+	"core":       "RLIMIT_CORE",
+	"cpu":        "RLIMIT_CPU",
+	"data":       "RLIMIT_DATA",
+	"fsize":      "RLIMIT_FSIZE",
+	"locks":      "RLIMIT_LOCKS",
+	"memlock":    "RLIMIT_MEMLOCK",
+	"msgqueue":   "RLIMIT_MSGQUEUE",
+	"nice":       "RLIMIT_NICE",
+	"nofile":     "RLIMIT_NOFILE",
+	"nproc":      "RLIMIT_NPROC",
+	"rss":        "RLIMIT_RSS",
+	"rtprio":     "RLIMIT_RTPRIO",
+	"rttime":     "RLIMIT_RTTIME",
+	"sigpending": "RLIMIT_SIGPENDING",
+	"stack":      "RLIMIT_STACK",
+}
+
+// rlimit is one ulimit in OCI terms; -1 is unlimited.
+func rlimit(u runtime.Ulimit) (*specs.POSIXRlimit, error) {
+	typ, ok := rlimits[strings.ToLower(u.Name)]
+	if !ok {
+		return nil, withKind(runtime.ErrUnsupported, "unknown ulimit %q", u.Name)
+	}
+	conv := func(v int64) (uint64, error) {
+		switch {
+		case v == -1:
+			return math.MaxUint64, nil
+		case v < 0:
+			return 0, fmt.Errorf("ulimit %s: negative value %d", u.Name, v)
+		default:
+			return uint64(v), nil
+		}
+	}
+	soft, err := conv(u.Soft)
+	if err != nil {
+		return nil, err
+	}
+	hard, err := conv(u.Hard)
+	if err != nil {
+		return nil, err
+	}
+	if soft > hard {
+		return nil, fmt.Errorf("ulimit %s: soft limit %d above hard limit %d", u.Name, u.Soft, u.Hard)
+	}
+	return &specs.POSIXRlimit{Type: typ, Soft: soft, Hard: hard}, nil
+}
+
+// checkLimits refuses limits that are malformed, and, as ErrUnsupported,
+// limits this host cannot enforce: a limit is never dropped silently.
+func checkLimits(spec runtime.RunSpec) error {
+	if spec.MemoryBytes < 0 || spec.CPUs < 0 || spec.PidsLimit < 0 {
+		return fmt.Errorf("negative limit (memory %d, cpus %g, pids %d)", spec.MemoryBytes, spec.CPUs, spec.PidsLimit)
+	}
+	if spec.CPUs > 0 && cfsQuota(spec.CPUs) < minCFSQuota {
+		return withKind(runtime.ErrUnsupported, "%g CPUs is below the smallest CFS quota (%g)", spec.CPUs, float64(minCFSQuota)/cfsPeriod)
+	}
+	need := map[string]bool{"memory": spec.MemoryBytes > 0, "cpu": spec.CPUs > 0, "pids": spec.PidsLimit > 0}
+	for controller, needed := range need {
+		if needed && !hasController(controller) {
+			return withKind(runtime.ErrUnsupported, "this host has no %s cgroup controller: the %s limit cannot be enforced", controller, controller)
+		}
+	}
+	return nil
+}
+
+// hasController reports whether the host's cgroups can enforce a
+// controller's limits (for cpu: CFS bandwidth control).
+func hasController(name string) bool {
+	if cgroups.Mode() == cgroups.Unified {
+		b, err := os.ReadFile("/sys/fs/cgroup/cgroup.controllers")
+		if err != nil {
+			return false
+		}
+		for _, c := range strings.Fields(string(b)) {
+			if c == name {
+				return true
+			}
+		}
+		return false
+	}
+	if !v1Enabled(name) {
+		return false
+	}
+	if name == "cpu" {
+		matches, _ := filepath.Glob("/sys/fs/cgroup/cpu*/cpu.cfs_quota_us")
+		return len(matches) > 0
+	}
+	return true
+}
+
+// v1Enabled reads /proc/cgroups for an enabled controller.
+func v1Enabled(name string) bool {
+	f, err := os.Open("/proc/cgroups")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 4 && f[0] == name {
+			return f[3] == "1"
+		}
+	}
+	return false
+}
