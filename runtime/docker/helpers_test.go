@@ -29,9 +29,13 @@ func testCtx(t *testing.T) context.Context {
 
 // newTestRuntime connects to the daemon of the environment (DOCKER_HOST,
 // else the default socket); a daemon that does not answer skips the test,
-// or fails it under SANDBOXER_REQUIRE=docker.
+// or fails it under SANDBOXER_REQUIRE=docker. -short (unit tests only)
+// skips it.
 func newTestRuntime(t *testing.T) *Runtime {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the Docker daemon (-short runs unit tests only)")
+	}
 	testenv.Load()
 	r, err := New()
 	require.NoError(t, err)
