@@ -1,0 +1,691 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+var trio = []string{"postgres", "redis", "mongo"}
+
+// provEnv is one provisioning test's world on a runtime: a label prefix of
+// its own, so that cleanup removes exactly what the test made (sandboxes,
+// agent containers, networks) even when it fails half-way, and so that no
+// other test's janitor sweeps see its sandboxes.
+type provEnv struct {
+	t        *testing.T
+	b        backend
+	prefix   string
+	images   map[string]string
+	networks []string
+}
+
+func newProvEnv(t *testing.T, b backend) *provEnv {
+	t.Helper()
+	e := &provEnv{t: t, b: b, prefix: "sbxprov" + randHex(3), images: map[string]string{}}
+	for _, s := range trio {
+		e.images[s] = testenv.Image(t, b.name, s)
+	}
+	t.Cleanup(e.cleanup)
+	return e
+}
+
+// testLabel marks the non-sandbox containers and networks a test makes.
+func (e *provEnv) testLabel() string { return e.prefix + ".test" }
+
+func (e *provEnv) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, sel := range []map[string]string{{e.prefix + ".sandbox": "1"}, {e.testLabel(): "1"}} {
+		cs, err := e.b.rt.List(ctx, sel)
+		if err != nil {
+			e.t.Logf("cleanup: %v", err)
+			continue
+		}
+		for _, c := range cs {
+			if err := e.b.rt.Remove(ctx, c.ID); err != nil {
+				e.t.Logf("cleanup: %v", err)
+			}
+		}
+	}
+	for _, n := range e.networks {
+		if err := e.b.rt.RemoveNetwork(ctx, n); err != nil {
+			e.t.Logf("cleanup: %v", err)
+		}
+	}
+}
+
+// owner returns a fresh owner id for this test.
+func (e *provEnv) owner(tag string) string { return tag + "-" + randHex(3) }
+
+// provisioner returns a provisioner with this test's prefix and the
+// stand-in images; set adjusts the options.
+func (e *provEnv) provisioner(set func(*provision.Options)) *provision.Provisioner {
+	e.t.Helper()
+	opts := provision.Options{
+		LabelPrefix: e.prefix,
+		Images:      e.images,
+		Getenv:      func(string) string { return "" },
+	}
+	if set != nil {
+		set(&opts)
+	}
+	p, err := provision.New(e.b.rt, opts)
+	require.NoError(e.t, err)
+	return p
+}
+
+// owned lists the containers carrying the owner label of ownerID.
+func (e *provEnv) owned(ctx context.Context, p *provision.Provisioner, ownerID string) []runtime.Container {
+	e.t.Helper()
+	cs, err := e.b.rt.List(ctx, map[string]string{p.Labels().Owner: p.OwnerName(ownerID)})
+	require.NoError(e.t, err)
+	return cs
+}
+
+// network creates a network for the test.
+func (e *provEnv) network(ctx context.Context) string {
+	e.t.Helper()
+	name := e.prefix + "-net"
+	_, err := e.b.rt.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: map[string]string{e.testLabel(): "1"}})
+	require.NoError(e.t, err)
+	e.networks = append(e.networks, name)
+	return name
+}
+
+// warm makes sure the stand-in images are present, so that timings
+// measure provisioning rather than the first pull.
+func (e *provEnv) warm(ctx context.Context) {
+	e.t.Helper()
+	for _, ref := range e.images {
+		ok, err := e.b.rt.ImageExists(ctx, ref)
+		require.NoError(e.t, err)
+		if !ok {
+			require.NoError(e.t, e.b.rt.PullImage(ctx, ref, nil))
+		}
+	}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Host mode: a consumer on the host connects with the real Go clients,
+// using nothing but the emitted env, and writes and reads; teardown then
+// leaves nothing behind, not even an anonymous volume.
+func TestProvisionHostMode(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newProvEnv(t, b)
+		ctx := testCtx(t, 5*time.Minute)
+		p := e.provisioner(nil)
+		id := e.owner("host")
+		var before []string
+		if b.danglingVolumes != nil {
+			var err error
+			before, err = b.danglingVolumes(ctx)
+			require.NoError(t, err)
+		}
+
+		start := time.Now()
+		sb, err := p.Provision(ctx, id, trio)
+		require.NoError(t, err)
+		t.Logf("trio provisioned in %s (host mode)", time.Since(start).Round(time.Millisecond))
+		env := sb.Map()
+
+		for _, c := range sb.Containers {
+			ctr, err := b.rt.Inspect(ctx, c.ID)
+			require.NoError(t, err)
+			require.Len(t, ctr.Ports, 1)
+			assert.Equal(t, "127.0.0.1", ctr.Ports[0].HostIP, "%s is published on loopback only", c.Name)
+			for _, m := range ctr.Mounts {
+				assert.NotEqual(t, "volume", m.Type, "%s: %s is a volume, not a tmpfs", c.Name, m.Destination)
+			}
+		}
+
+		t.Run("PostgresWithPgx", func(t *testing.T) {
+			require.NoError(t, pgWriteRead(ctx, env["ROBOCO_TEST_DB_URL"], "host"))
+			conn, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=%s password=%s dbname=%s sslmode=disable",
+				env["ROBOCO_TEST_DB_HOST"], env["ROBOCO_TEST_DB_PORT"], env["ROBOCO_TEST_DB_USER"],
+				env["ROBOCO_TEST_DB_PASSWORD"], env["ROBOCO_TEST_DB_NAME"]))
+			require.NoError(t, err, "the discrete variables work too")
+			defer conn.Close(ctx)
+			var n int
+			require.NoError(t, conn.QueryRow(ctx, "select count(*) from sandboxer_t").Scan(&n))
+			assert.Equal(t, 1, n)
+			admin, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=%s password=%s dbname=%s sslmode=disable",
+				env["ROBOCO_TEST_DB_HOST"], env["ROBOCO_TEST_DB_PORT"], env["ROBOCO_TEST_DB_USER"],
+				env["ROBOCO_TEST_DB_PASSWORD"], env["ROBOCO_TEST_DB_ADMIN_DB"]))
+			require.NoError(t, err, "the admin database accepts the same login")
+			admin.Close(ctx)
+		})
+		t.Run("RedisWithGoRedis", func(t *testing.T) {
+			require.NoError(t, redisWriteRead(ctx, env["ROBOCO_TEST_REDIS_URL"], "host"))
+			c := redis.NewClient(&redis.Options{
+				Addr:     net.JoinHostPort(env["ROBOCO_TEST_REDIS_HOST"], env["ROBOCO_TEST_REDIS_PORT"]),
+				Password: env["ROBOCO_TEST_REDIS_PASSWORD"],
+			})
+			defer c.Close()
+			got, err := c.Get(ctx, "sandboxer:k").Result()
+			require.NoError(t, err)
+			assert.Equal(t, "host", got)
+		})
+		t.Run("MongoWithMongoDriver", func(t *testing.T) {
+			require.NoError(t, mongoWriteRead(ctx, env["ROBOCO_TEST_MONGO_URL"], env["ROBOCO_TEST_MONGO_DB"], "host"))
+			c, err := mongo.Connect(options.Client().
+				SetHosts([]string{net.JoinHostPort(env["ROBOCO_TEST_MONGO_HOST"], env["ROBOCO_TEST_MONGO_PORT"])}).
+				SetAuth(options.Credential{
+					Username:   env["ROBOCO_TEST_MONGO_USER"],
+					Password:   env["ROBOCO_TEST_MONGO_PASSWORD"],
+					AuthSource: env["ROBOCO_TEST_MONGO_AUTH_DB"],
+				}))
+			require.NoError(t, err)
+			defer c.Disconnect(ctx)
+			n, err := c.Database(env["ROBOCO_TEST_MONGO_DB"]).Collection("sandboxer_t").CountDocuments(ctx, bson.D{})
+			require.NoError(t, err, "the discrete variables work too")
+			assert.EqualValues(t, 1, n)
+		})
+
+		start = time.Now()
+		removed, err := p.Teardown(ctx, id)
+		require.NoError(t, err)
+		t.Logf("trio torn down in %s", time.Since(start).Round(time.Millisecond))
+		assert.Len(t, removed, 3)
+		assert.Empty(t, e.owned(ctx, p, id), "zero containers carry the owner label")
+		if b.danglingVolumes != nil {
+			after, err := b.danglingVolumes(ctx)
+			require.NoError(t, err)
+			var leaked []string
+			for _, v := range after {
+				if !slices.Contains(before, v) {
+					leaked = append(leaked, v)
+				}
+			}
+			assert.Empty(t, leaked, "provision + teardown leaves no volume behind (%d dangling before, %d after)", len(before), len(after))
+		}
+		again, err := p.Teardown(ctx, id)
+		assert.NoError(t, err, "teardown is idempotent")
+		assert.Empty(t, again)
+	})
+}
+
+// Sibling mode: the sandboxes join a network and an "agent" on it, given
+// only the emitted env, reaches each with its engine's own CLI.
+func TestProvisionSiblingMode(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newProvEnv(t, b)
+		ctx := testCtx(t, 5*time.Minute)
+		network := e.network(ctx)
+		p := e.provisioner(func(o *provision.Options) { o.Network = network })
+		id := e.owner("sib")
+
+		start := time.Now()
+		sb, err := p.Provision(ctx, id, trio)
+		require.NoError(t, err)
+		t.Logf("trio provisioned in %s (sibling mode)", time.Since(start).Round(time.Millisecond))
+		for _, c := range sb.Containers {
+			ctr, err := b.rt.Inspect(ctx, c.ID)
+			require.NoError(t, err)
+			assert.Empty(t, ctr.Ports, "%s publishes nothing in sibling mode", c.Name)
+			assert.Equal(t, ctr.Networks[network], c.Endpoint.Host, "%s: the address on the sibling network", c.Name)
+		}
+
+		tests := []struct {
+			name   string
+			image  string
+			script string
+			want   string
+		}{
+			{"Psql", e.images["postgres"],
+				`psql "$ROBOCO_TEST_DB_URL" -v ON_ERROR_STOP=1 -tA -c "create table t (v text)" -c "insert into t values ('sibling')" -q &&
+				 PGPASSWORD="$ROBOCO_TEST_DB_PASSWORD" psql -h "$ROBOCO_TEST_DB_HOST" -p "$ROBOCO_TEST_DB_PORT" -U "$ROBOCO_TEST_DB_USER" -d "$ROBOCO_TEST_DB_NAME" -tA -c "select v from t"`,
+				"sibling"},
+			{"RedisCli", e.images["redis"],
+				`redis-cli -u "$ROBOCO_TEST_REDIS_URL" --no-auth-warning set k sibling >/dev/null &&
+				 REDISCLI_AUTH="$ROBOCO_TEST_REDIS_PASSWORD" redis-cli -h "$ROBOCO_TEST_REDIS_HOST" -p "$ROBOCO_TEST_REDIS_PORT" get k`,
+				"sibling"},
+			{"Mongosh", e.images["mongo"],
+				`mongosh "$ROBOCO_TEST_MONGO_URL" --quiet --eval 'db.t.insertOne({v: "sibling"}); print(db.t.findOne().v)'`,
+				"sibling"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				agent, err := b.rt.Run(ctx, runtime.RunSpec{
+					Name:    e.prefix + "-agent-" + strings.ToLower(tt.name),
+					Image:   tt.image,
+					Command: []string{"sleep", "600"},
+					Env:     sb.Map(),
+					Labels:  map[string]string{e.testLabel(): "1"},
+					Network: network,
+				})
+				require.NoError(t, err)
+				res, err := b.rt.Exec(ctx, agent.ID, runtime.ExecSpec{Cmd: []string{"sh", "-c", tt.script}})
+				require.NoError(t, err)
+				assert.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+				assert.Equal(t, tt.want, strings.TrimSpace(string(res.Stdout)), "stderr: %s", res.Stderr)
+			})
+		}
+
+		_, err = p.Teardown(ctx, id)
+		require.NoError(t, err)
+		assert.Empty(t, e.owned(ctx, p, id))
+	})
+}
+
+// Readiness never fires early: after each of many provisions in a row,
+// the very first connection of a real client, without retries, succeeds.
+// SANDBOXER_READINESS_ROUNDS changes the number of rounds (default 20, 3
+// with -short).
+func TestReadinessNeverEarly(t *testing.T) {
+	rounds := 20
+	if testing.Short() {
+		rounds = 3
+	}
+	if v := os.Getenv("SANDBOXER_READINESS_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "SANDBOXER_READINESS_ROUNDS")
+		rounds = n
+	}
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newProvEnv(t, b)
+		ctx := testCtx(t, time.Duration(rounds)*time.Minute+2*time.Minute)
+		e.warm(ctx)
+		p := e.provisioner(nil)
+		ok := map[string]int{}
+		var times []time.Duration
+		began := time.Now()
+		for i := range rounds {
+			id := e.owner(fmt.Sprintf("ready%d", i))
+			start := time.Now()
+			sb, err := p.Provision(ctx, id, trio)
+			require.NoError(t, err, "round %d", i)
+			times = append(times, time.Since(start))
+			env := sb.Map()
+			// One attempt each, no client-side retry.
+			firstTry := map[string]error{
+				"postgres": pgOnce(ctx, env["ROBOCO_TEST_DB_URL"]),
+				"redis":    redisOnce(ctx, env["ROBOCO_TEST_REDIS_URL"]),
+				"mongo":    mongoOnce(ctx, env["ROBOCO_TEST_MONGO_URL"]),
+			}
+			for svc, err := range firstTry {
+				if assert.NoError(t, err, "round %d: %s's first connection", i, svc) {
+					ok[svc]++
+				}
+			}
+			_, err = p.Teardown(ctx, id)
+			require.NoError(t, err)
+		}
+		for _, svc := range trio {
+			assert.Equal(t, rounds, ok[svc], "%s: first connections that succeeded", svc)
+		}
+		t.Logf("readiness: postgres %d/%d, redis %d/%d, mongo %d/%d first connections; trio provision %s; %d rounds with teardown in %s",
+			ok["postgres"], rounds, ok["redis"], rounds, ok["mongo"], rounds, summary(times), rounds, time.Since(began).Round(time.Second))
+	})
+}
+
+// A missing image for one of three services: fail-loud, nothing left.
+func TestRollbackOnMissingImage(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newProvEnv(t, b)
+		ctx := testCtx(t, 3*time.Minute)
+		registry := testenv.Getenv("SANDBOXER_REGISTRY")
+		if registry == "" {
+			registry = "127.0.0.1:1"
+		}
+		missing := registry + "/sandboxer/does-not-exist:" + randHex(4)
+		p := e.provisioner(func(o *provision.Options) { o.Images = map[string]string{"mongo": missing} })
+		id := e.owner("noimg")
+
+		_, err := p.Provision(ctx, id, trio)
+		require.Error(t, err)
+		t.Logf("error: %v", err)
+		var pe *provision.Error
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "mongo", pe.Service)
+		assert.Equal(t, "pull", pe.Stage)
+		assert.Equal(t, missing, pe.Image)
+		assert.ErrorIs(t, err, runtime.ErrImageNotFound)
+		assert.NoError(t, pe.Rollback)
+		assert.Empty(t, e.owned(ctx, p, id), "zero containers carry the owner label")
+	})
+}
+
+// wrongPasswordRedis is redis whose probe logs in with a wrong password: a
+// probe that can never pass, against a real server, with a short deadline.
+type wrongPasswordRedis struct{ engines.Redis }
+
+func (wrongPasswordRedis) Spec() engines.Spec {
+	s := engines.Redis{}.Spec()
+	s.ReadyTimeout = 3 * time.Second
+	return s
+}
+
+func (wrongPasswordRedis) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.ProbeStep {
+	cred.Password = "not-the-password"
+	return engines.Redis{}.Probe(ep, cred)
+}
+
+// A probe that never passes: rollback of every sibling, and the probe's
+// last output in the error.
+func TestRollbackOnProbeNeverReady(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newProvEnv(t, b)
+		ctx := testCtx(t, 3*time.Minute)
+		reg := engines.MustRegistry(engines.Postgres{}, wrongPasswordRedis{}, engines.Mongo{})
+		rec := &recordingRuntime{ContainerRuntime: b.rt}
+		p, err := provision.New(rec, provision.Options{LabelPrefix: e.prefix, Images: e.images, Registry: reg, Getenv: func(string) string { return "" }})
+		require.NoError(t, err)
+		id := e.owner("never")
+
+		start := time.Now()
+		_, err = p.Provision(ctx, id, trio)
+		require.Error(t, err)
+		t.Logf("failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
+		var pe *provision.Error
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "redis", pe.Service)
+		assert.Equal(t, "probe", pe.Stage)
+		assert.ErrorIs(t, err, provision.ErrNotReady)
+		assert.Regexp(t, `(?i)WRONGPASS|NOAUTH|invalid password|auth`, pe.ProbeOutput, "the probe's last output")
+		assert.Contains(t, err.Error(), pe.ProbeOutput)
+		assert.NoError(t, pe.Rollback)
+		for _, pw := range rec.passwords() {
+			assert.NotContains(t, err.Error(), pw, "no password in the error")
+		}
+		assert.Empty(t, e.owned(ctx, p, id), "zero containers carry the owner label")
+	})
+}
+
+// recordingRuntime remembers the passwords of the sandboxes it runs.
+type recordingRuntime struct {
+	runtime.ContainerRuntime
+	mu  sync.Mutex
+	pws []string
+}
+
+func (r *recordingRuntime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	r.mu.Lock()
+	for _, v := range append(slices.Collect(maps.Values(spec.Env)), spec.Command...) {
+		if len(v) == 2*engines.PasswordBytes {
+			r.pws = append(r.pws, v)
+		}
+	}
+	r.mu.Unlock()
+	return r.ContainerRuntime.Run(ctx, spec)
+}
+
+func (r *recordingRuntime) passwords() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.pws)
+}
+
+// Timings, host mode: each engine alone and the trio, next to the
+// physical floor measured in the same run: the runtime's own run of the
+// same image and spec, then a real client login polled every 20 ms.
+// SANDBOXER_TIMING_ROUNDS sets the repetitions (default 1); medians are
+// reported.
+func TestProvisionTimings(t *testing.T) {
+	rounds := 1
+	if v := os.Getenv("SANDBOXER_TIMING_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "SANDBOXER_TIMING_ROUNDS")
+		rounds = n
+	}
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newProvEnv(t, b)
+		ctx := testCtx(t, time.Duration(rounds)*5*time.Minute)
+		e.warm(ctx)
+		p := e.provisioner(nil)
+		base := map[string][]time.Duration{}
+		prov := map[string][]time.Duration{}
+		for r := range rounds {
+			for _, svc := range trio {
+				d, err := e.baseline(ctx, svc, r)
+				require.NoError(t, err, "baseline %s", svc)
+				base[svc] = append(base[svc], d)
+
+				id := e.owner("time-" + svc)
+				start := time.Now()
+				_, err = p.Provision(ctx, id, []string{svc})
+				require.NoError(t, err)
+				prov[svc] = append(prov[svc], time.Since(start))
+				_, err = p.Teardown(ctx, id)
+				require.NoError(t, err)
+			}
+			id := e.owner("time-trio")
+			start := time.Now()
+			_, err := p.Provision(ctx, id, trio)
+			require.NoError(t, err)
+			prov["trio"] = append(prov["trio"], time.Since(start))
+			_, err = p.Teardown(ctx, id)
+			require.NoError(t, err)
+		}
+		var lines []string
+		slowest := time.Duration(0)
+		for _, svc := range trio {
+			bm, pm := median(base[svc]), median(prov[svc])
+			slowest = max(slowest, bm)
+			lines = append(lines, fmt.Sprintf("%-8s baseline %7s  provision %7s  ratio %.2f", svc, bm.Round(time.Millisecond), pm.Round(time.Millisecond), float64(pm)/float64(bm)))
+		}
+		tm := median(prov["trio"])
+		lines = append(lines, fmt.Sprintf("%-8s slowest  %7s  provision %7s  ratio %.2f", "trio", slowest.Round(time.Millisecond), tm.Round(time.Millisecond), float64(tm)/float64(slowest)))
+		t.Logf("host mode, %s, median of %d:\n%s", b.name, rounds, strings.Join(lines, "\n"))
+	})
+}
+
+// baseline runs svc's image with the spec the provisioner would use (no
+// provisioner involved) and polls a real client login from the host every
+// 20 ms; it returns the time from run to the first successful login.
+func (e *provEnv) baseline(ctx context.Context, svc string, round int) (time.Duration, error) {
+	eng, _ := engines.Default.Lookup(svc)
+	spec := eng.Spec()
+	cred, err := engines.NewCredentials()
+	if err != nil {
+		return 0, err
+	}
+	cc := eng.Container(cred)
+	tmpfs := map[string]string{}
+	for _, p := range spec.Tmpfs {
+		tmpfs[p] = ""
+	}
+	start := time.Now()
+	ctr, err := e.b.rt.Run(ctx, runtime.RunSpec{
+		Name:        fmt.Sprintf("%s-baseline-%s-%d", e.prefix, spec.Short, round),
+		Image:       e.images[svc],
+		Env:         cc.Env,
+		Command:     cc.Command,
+		Labels:      map[string]string{e.testLabel(): "1"},
+		Tmpfs:       tmpfs,
+		MemoryBytes: provision.DefaultMemoryBytes,
+		CPUs:        provision.DefaultCPUs,
+		Ports:       []runtime.PortSpec{{ContainerPort: spec.Port}},
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer e.b.rt.Remove(context.WithoutCancel(ctx), ctr.ID)
+	if len(ctr.Ports) == 0 {
+		if ctr, err = e.b.rt.Inspect(ctx, ctr.ID); err != nil {
+			return 0, err
+		}
+	}
+	if len(ctr.Ports) == 0 {
+		return 0, errors.New("no published port")
+	}
+	env := map[string]string{}
+	for _, v := range eng.Env("X", engines.Endpoint{Host: "127.0.0.1", Port: ctr.Ports[0].HostPort}, cred) {
+		env[v.Name] = v.Value
+	}
+	login := map[string]func() error{
+		"postgres": func() error { return pgOnce(ctx, env["X_DB_URL"]) },
+		"redis":    func() error { return redisOnce(ctx, env["X_REDIS_URL"]) },
+		"mongo":    func() error { return mongoOnce(ctx, env["X_MONGO_URL"]) },
+	}[svc]
+	deadline := time.Now().Add(spec.ReadyTimeout)
+	for {
+		err := login()
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no login within %s: %w", spec.ReadyTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func summary(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "n/a"
+	}
+	s := slices.Clone(ds)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return fmt.Sprintf("median %s (min %s, max %s)", median(s).Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+}
+
+// pgOnce connects once (no retry) and runs select 1.
+func pgOnce(ctx context.Context, url string) error {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var one int
+	return conn.QueryRow(cctx, "select 1").Scan(&one)
+}
+
+// redisOnce pings once, client retries off.
+func redisOnce(ctx context.Context, url string) error {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return err
+	}
+	opts.MaxRetries = -1
+	opts.DialTimeout = 5 * time.Second
+	c := redis.NewClient(opts)
+	defer c.Close()
+	return c.Ping(ctx).Err()
+}
+
+// mongoOnce pings with a short server selection, so that a server that is
+// not up fails rather than being waited for.
+func mongoOnce(ctx context.Context, url string) error {
+	c, err := mongo.Connect(options.Client().ApplyURI(url).SetServerSelectionTimeout(time.Second).SetRetryReads(false).SetRetryWrites(false))
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	return c.Database("admin").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
+}
+
+func pgWriteRead(ctx context.Context, url, value string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "create table sandboxer_t (v text)"); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "insert into sandboxer_t values ($1)", value); err != nil {
+		return err
+	}
+	var got string
+	if err := conn.QueryRow(ctx, "select v from sandboxer_t").Scan(&got); err != nil {
+		return err
+	}
+	if got != value {
+		return fmt.Errorf("read %q, wrote %q", got, value)
+	}
+	return nil
+}
+
+func redisWriteRead(ctx context.Context, url, value string) error {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	if err := c.Set(ctx, "sandboxer:k", value, 0).Err(); err != nil {
+		return err
+	}
+	got, err := c.Get(ctx, "sandboxer:k").Result()
+	if err != nil {
+		return err
+	}
+	if got != value {
+		return fmt.Errorf("read %q, wrote %q", got, value)
+	}
+	return nil
+}
+
+func mongoWriteRead(ctx context.Context, url, db, value string) error {
+	c, err := mongo.Connect(options.Client().ApplyURI(url))
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	coll := c.Database(db).Collection("sandboxer_t")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "v", Value: value}}); err != nil {
+		return err
+	}
+	var got struct {
+		V string `bson:"v"`
+	}
+	if err := coll.FindOne(ctx, bson.D{}).Decode(&got); err != nil {
+		return err
+	}
+	if got.V != value {
+		return fmt.Errorf("read %q, wrote %q", got.V, value)
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/docker"
+)
+
+// backend is one runtime the lifecycle tests run against.
+type backend struct {
+	name string
+	rt   runtime.ContainerRuntime
+	// danglingVolumes lists the volumes no container uses (nil when the
+	// backend has no notion of volumes outside containers).
+	danglingVolumes func(ctx context.Context) ([]string, error)
+}
+
+// runtimeCandidate connects to one runtime. It ends the (sub)test through
+// testenv.Unavailable when the runtime does not answer.
+type runtimeCandidate struct {
+	name    string
+	connect func(t *testing.T) backend
+}
+
+// runtimeCandidates are the runtimes the integration tests cover. Podman
+// and containerd join here when their adapters land.
+var runtimeCandidates = []runtimeCandidate{
+	{name: "docker", connect: connectDocker},
+}
+
+// forEachRuntime runs fn as a subtest per runtime candidate, named after
+// the runtime. A runtime that does not answer skips its subtest, or fails
+// it when SANDBOXER_REQUIRE names it.
+func forEachRuntime(t *testing.T, fn func(t *testing.T, b backend)) {
+	t.Helper()
+	testenv.Load()
+	for _, c := range runtimeCandidates {
+		t.Run(c.name, func(t *testing.T) {
+			fn(t, c.connect(t))
+		})
+	}
+}
+
+func connectDocker(t *testing.T) backend {
+	t.Helper()
+	rt, err := docker.New()
+	if err != nil {
+		testenv.Unavailable(t, "docker", "%v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := rt.Version(ctx); err != nil {
+		testenv.Unavailable(t, "docker", "%v", err)
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	return backend{
+		name: "docker",
+		rt:   rt,
+		danglingVolumes: func(ctx context.Context) ([]string, error) {
+			resp, err := cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("dangling", "true"))})
+			if err != nil {
+				return nil, err
+			}
+			names := make([]string, 0, len(resp.Volumes))
+			for _, v := range resp.Volumes {
+				names = append(names, v.Name)
+			}
+			return names, nil
+		},
+	}
+}
