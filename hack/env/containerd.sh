@@ -19,7 +19,8 @@
 #        removes what tests' CNI networking left behind in our namespace of
 #        names: sbx-* bridges, iptables rules that mention them or our
 #        10.213.0.0/16 pool, the CNI chains that are then empty and unused,
-#        and CNI result caches of sbx-* bridges. Idempotent.
+#        CNI result caches of sbx-* bridges, and the adapter's state dir
+#        (network definitions, IP allocations, logs). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . hack/env/lib.sh
@@ -157,37 +158,43 @@ remove_leftover_containers() {
 	done
 }
 
+# delete_rules TABLE REGEX deletes every rule of TABLE whose -S line matches
+# the extended regular expression.
+delete_rules() {
+	local table=$1 re=$2 rule
+	while read -r rule; do
+		[ -n "$rule" ] || continue
+		eval "iptables -w -t $table ${rule/-A/-D}" 2>/dev/null || true
+	done < <(iptables -w -t "$table" -S 2>/dev/null | grep -E -- "$re" || true)
+}
+
 # clean_iptables removes every rule that mentions our bridges or our address
 # pool, then every CNI-* chain that is left empty (with the jumps to it),
 # until nothing changes. Chains that still hold someone else's rules stay.
 clean_iptables() {
-	local table rule chain changed
+	local table chain changed
 	for table in filter nat mangle; do
-		iptables -t "$table" -S >/dev/null 2>&1 || continue
-		iptables -t "$table" -S | grep -E -- "-A .*($POOL_RE|$BRIDGE_PREFIX)" | while read -r rule; do
-			# shellcheck disable=SC2086
-			eval "iptables -t $table ${rule/-A/-D}" 2>/dev/null || true
-		done
+		iptables -w -t "$table" -S >/dev/null 2>&1 || continue
+		delete_rules "$table" "^-A .*($POOL_RE|$BRIDGE_PREFIX)"
 		changed=1
 		while [ "$changed" = 1 ]; do
 			changed=0
-			for chain in $(iptables -t "$table" -S | awk '$1=="-N" && $2 ~ /^CNI-/ {print $2}'); do
-				[ "$(iptables -t "$table" -S "$chain" | wc -l)" -le 1 ] || continue
-				iptables -t "$table" -S | grep -E -- "-A .* -j $chain( |\$)" | while read -r rule; do
-					eval "iptables -t $table ${rule/-A/-D}" 2>/dev/null || true
-				done
-				iptables -t "$table" -X "$chain" 2>/dev/null && changed=1
+			for chain in $(iptables -w -t "$table" -S | awk '$1=="-N" && $2 ~ /^CNI-/ {print $2}'); do
+				if iptables -w -t "$table" -S "$chain" | grep -v -- "^-N " | grep -q .; then
+					continue # not empty
+				fi
+				delete_rules "$table" "^-A .* -j $chain( |\$)"
+				iptables -w -t "$table" -F "$chain" 2>/dev/null || true
+				iptables -w -t "$table" -X "$chain" 2>/dev/null && changed=1
 			done
 		done
 	done
 	# portmap's masquerade plumbing serves no one once no DNAT chain is left.
-	if ! iptables -t nat -S CNI-HOSTPORT-DNAT >/dev/null 2>&1; then
+	if ! iptables -w -t nat -S CNI-HOSTPORT-DNAT >/dev/null 2>&1; then
 		for chain in CNI-HOSTPORT-MASQ CNI-HOSTPORT-SETMARK; do
-			iptables -t nat -S "$chain" >/dev/null 2>&1 || continue
-			iptables -t nat -S | grep -E -- "-A .* -j $chain( |\$)" | while read -r rule; do
-				eval "iptables -t nat ${rule/-A/-D}" 2>/dev/null || true
-			done
-			iptables -t nat -F "$chain" && iptables -t nat -X "$chain" || true
+			iptables -w -t nat -S "$chain" >/dev/null 2>&1 || continue
+			delete_rules nat "^-A .* -j $chain( |\$)"
+			iptables -w -t nat -F "$chain" && iptables -w -t nat -X "$chain" || true
 		done
 	fi
 }
@@ -205,10 +212,11 @@ clean_network() {
 	# libcni caches ADD results in /var/lib/cni (go-cni offers no other
 	# place); DEL removes them, so only interrupted tests leave some.
 	if [ -d /var/lib/cni/results ]; then
-		grep -l "\"$BRIDGE_PREFIX" /var/lib/cni/results/* 2>/dev/null | xargs -r rm -f
+		find /var/lib/cni/results -type f -exec grep -l -- "\"$BRIDGE_PREFIX" {} + 2>/dev/null | xargs -r rm -f || true
 	fi
-	# IP reservations and task logs of containers that no longer exist.
-	rm -rf "$ADAPTER_STATE/ipam" "$ADAPTER_STATE/logs"
+	# Network definitions, IP reservations and task logs: every container of
+	# the namespace is gone, and so are the bridges.
+	rm -rf "$ADAPTER_STATE"
 }
 
 down() {
