@@ -140,20 +140,28 @@ up() {
 	echo "CONTAINERD_RUNC_ROOT=$RUNC_ROOT"
 }
 
-# remove_leftover_containers kills and deletes every task and container of our
-# namespace (containers outlive containerd itself: their shims keep running).
+# remove_leftover_containers removes every container of our namespace
+# (containers outlive containerd itself: their shims keep running): first
+# through the adapter (runtime/containerd/internal/sweep), which leaves each
+# container's network properly, then with ctr for whatever is left. The ids
+# go to LEFTOVER_IDS for the network clean-up.
+LEFTOVER_IDS=""
 remove_leftover_containers() {
-	local id
+	local id swept
 	answers || return 0
+	LEFTOVER_IDS=$(ctr_ containers ls -q 2>/dev/null || true)
+	[ -n "$LEFTOVER_IDS" ] || return 0
+	log "containerd: removing leftover containers: $(echo $LEFTOVER_IDS)"
+	swept=$(CONTAINERD_ADDRESS=$ADDRESS CONTAINERD_NAMESPACE=$NAMESPACE GOFLAGS= \
+		go run ./runtime/containerd/internal/sweep) || log "containerd: the sweep failed; falling back to ctr"
+	[ -z "$swept" ] || log "containerd: swept $(echo $swept)"
 	for id in $(ctr_ tasks ls -q 2>/dev/null); do
-		log "containerd: killing leftover task $id"
 		ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true
 	done
 	for id in $(ctr_ tasks ls -q 2>/dev/null); do
 		ctr_ tasks delete --force "$id" >/dev/null 2>&1 || log "containerd: task $id: delete failed"
 	done
 	for id in $(ctr_ containers ls -q 2>/dev/null); do
-		log "containerd: deleting leftover container $id"
 		ctr_ containers delete "$id" >/dev/null 2>&1 || log "containerd: container $id: delete failed"
 	done
 }
@@ -172,10 +180,19 @@ delete_rules() {
 # pool, then every CNI-* chain that is left empty (with the jumps to it),
 # until nothing changes. Chains that still hold someone else's rules stay.
 clean_iptables() {
-	local table chain changed
+	local table chain changed id
 	for table in filter nat mangle; do
 		iptables -w -t "$table" -S >/dev/null 2>&1 || continue
 		delete_rules "$table" "^-A .*($POOL_RE|$BRIDGE_PREFIX)"
+		for id in $LEFTOVER_IDS; do
+			delete_rules "$table" "^-A .*id: \\\\\"$id\\\\\""
+		done
+		# portmap's per-container chains do nothing once nothing jumps there.
+		for chain in $(iptables -w -t "$table" -S | awk '$1=="-N" && $2 ~ /^CNI-DN-/ {print $2}'); do
+			if ! iptables -w -t "$table" -S | grep -qE -- "-j $chain( |\$)"; then
+				iptables -w -t "$table" -F "$chain" && iptables -w -t "$table" -X "$chain" || true
+			fi
+		done
 		changed=1
 		while [ "$changed" = 1 ]; do
 			changed=0
@@ -211,8 +228,12 @@ clean_network() {
 	clean_iptables
 	# libcni caches ADD results in /var/lib/cni (go-cni offers no other
 	# place); DEL removes them, so only interrupted tests leave some.
+	# Results are found by our address pool, or by a leftover container's id.
 	if [ -d /var/lib/cni/results ]; then
-		find /var/lib/cni/results -type f -exec grep -l -- "\"$BRIDGE_PREFIX" {} + 2>/dev/null | xargs -r rm -f || true
+		find /var/lib/cni/results -type f -exec grep -lE -- "$POOL_RE" {} + 2>/dev/null | xargs -r rm -f || true
+		for id in $LEFTOVER_IDS; do
+			find /var/lib/cni/results -type f -exec grep -l -- "\"containerId\":\"$id\"" {} + 2>/dev/null | xargs -r rm -f || true
+		done
 	fi
 	# Network definitions, IP reservations and task logs: every container of
 	# the namespace is gone, and so are the bridges.
