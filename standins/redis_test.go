@@ -1,0 +1,122 @@
+package standins
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// redisReadyDeadline is the engine's readiness deadline for redis.
+const redisReadyDeadline = 15 * time.Second
+
+// TestRedis runs the stand-in exactly as the engine runs redis:8-alpine
+// (`redis-server --requirepass X --save ” --appendonly no`, /data on
+// tmpfs) and checks the official image's contract from the host with
+// go-redis.
+func TestRedis(t *testing.T) {
+	t.Parallel()
+	password := randomHex(t, 16)
+	c := runContainer(t, standinImage(t, "redis"), runOpts{
+		Publish: []string{"6379/tcp"},
+		Tmpfs:   []string{"/data"},
+		Cmd:     []string{"redis-server", "--requirepass", password, "--save", "", "--appendonly", "no"},
+	})
+	// The engine's probe: redis-cli inside the container, with auth, against
+	// the container's own address.
+	c.waitExec(t, redisReadyDeadline, []string{"REDISCLI_AUTH=" + password},
+		"sh", "-c", `test "$(redis-cli -h "$1" ping)" = PONG`, "sh", c.ip(t))
+	addr := c.hostAddr(t, "6379/tcp")
+	ctx := testContext(t, time.Minute)
+
+	client := func(t *testing.T, password string) *redis.Client {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialTimeout: 10 * time.Second})
+		t.Cleanup(func() { rdb.Close() })
+		return rdb
+	}
+
+	t.Run("RightPasswordPing", func(t *testing.T) {
+		pong, err := client(t, password).Ping(ctx).Result()
+		require.NoError(t, err)
+		assert.Equal(t, "PONG", pong)
+	})
+	t.Run("SetGet", func(t *testing.T) {
+		rdb := client(t, password)
+		require.NoError(t, rdb.Set(ctx, "standins:key", "value", time.Minute).Err())
+		got, err := rdb.Get(ctx, "standins:key").Result()
+		require.NoError(t, err)
+		assert.Equal(t, "value", got)
+	})
+	t.Run("Refused", func(t *testing.T) {
+		tests := []struct {
+			name     string
+			password string
+			want     []string // any of
+		}{
+			{name: "WrongPassword", password: "not-" + password, want: []string{"WRONGPASS", "invalid password"}},
+			{name: "NoPassword", password: "", want: []string{"NOAUTH"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				err := client(t, tt.password).Ping(ctx).Err()
+				require.Error(t, err)
+				assert.True(t, containsAny(err.Error(), tt.want), "error %q mentions one of %q", err, tt.want)
+				assert.NotContains(t, err.Error(), password, "the password never appears in an error")
+			})
+		}
+	})
+	t.Run("ProtectedModeOff", func(t *testing.T) {
+		got, err := client(t, password).ConfigGet(ctx, "protected-mode").Result()
+		require.NoError(t, err)
+		assert.Equal(t, "no", got["protected-mode"])
+	})
+	t.Run("PersistenceOff", func(t *testing.T) {
+		got, err := client(t, password).ConfigGet(ctx, "appendonly").Result()
+		require.NoError(t, err)
+		assert.Equal(t, "no", got["appendonly"])
+		got, err = client(t, password).ConfigGet(ctx, "save").Result()
+		require.NoError(t, err)
+		assert.Empty(t, got["save"])
+	})
+	t.Run("WorkingDirIsData", func(t *testing.T) {
+		got, err := client(t, password).ConfigGet(ctx, "dir").Result()
+		require.NoError(t, err)
+		assert.Equal(t, "/data", got["dir"])
+	})
+	t.Run("RunsAsUID999", func(t *testing.T) {
+		assert.Equal(t, "999", c.uid(t))
+	})
+	t.Run("ServerVersion8", func(t *testing.T) {
+		info, err := client(t, password).Info(ctx, "server").Result()
+		require.NoError(t, err)
+		assert.Contains(t, info, "redis_version:8.")
+	})
+}
+
+// TestRedisDefaultCommand runs the image with its default command and no
+// password: like the official image (protected mode compiled off), it
+// accepts clients from outside the container, where Debian's default
+// (protected mode on) would answer DENIED.
+func TestRedisDefaultCommand(t *testing.T) {
+	t.Parallel()
+	c := runContainer(t, standinImage(t, "redis"), runOpts{Publish: []string{"6379/tcp"}})
+	c.waitExec(t, redisReadyDeadline, nil, "sh", "-c", `test "$(redis-cli ping)" = PONG`)
+	rdb := redis.NewClient(&redis.Options{Addr: c.hostAddr(t, "6379/tcp"), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	pong, err := rdb.Ping(testContext(t, time.Minute)).Result()
+	require.NoError(t, err)
+	assert.Equal(t, "PONG", pong)
+	assert.Equal(t, "999", c.uid(t))
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
