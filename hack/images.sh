@@ -135,7 +135,7 @@ for n in "${names[@]}"; do
 	wait "${pid[$n]}" || failed+=("$n")
 done
 for n in "${names[@]}"; do
-	read -r what secs <"$status_dir/$n" || { what=failed secs=?; }
+	read -r what secs <"$status_dir/$n" || { what=failed secs='?'; }
 	printf 'images: %-15s %-7s %4ss  %s\n' "$n" "$what" "$secs" "$registry/sandboxer/$n:${hash[$n]:0:12}"
 done
 if ((${#failed[@]})); then

@@ -9,6 +9,7 @@
 # pg_isready and psql on PATH; StopSignal SIGINT.
 # The entrypoint is postgres/docker-entrypoint.sh beside this script.
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=common.sh
 . "$HERE/common.sh"
 
 [[ $# -eq 1 ]] || die "usage: $0 WORKDIR"

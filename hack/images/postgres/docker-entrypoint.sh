@@ -130,6 +130,9 @@ docker_process_sql() {
 	PGHOST='' PGHOSTADDR='' "${query_runner[@]}" "$@"
 }
 
+# POSTGRES_DB='postgres' applies to docker_process_sql only, while
+# db="$POSTGRES_DB" must see the user's value (as in the official script).
+# shellcheck disable=SC2097,SC2098
 docker_setup_db() {
 	local exists
 	exists="$(POSTGRES_DB='postgres' docker_process_sql --dbname postgres --set db="$POSTGRES_DB" --tuples-only <<-'EOSQL'
