@@ -18,6 +18,7 @@
 # debootstrap (via common.sh), and root (chroot).
 
 . "$(dirname "$0")/common.sh"
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 
 FERRETDB_MODULE=github.com/FerretDB/FerretDB
 FERRETDB_VERSION=v1.24.2

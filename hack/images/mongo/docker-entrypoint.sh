@@ -19,9 +19,9 @@
 #
 #   The command is `mongod [OPTIONS]` (the default) or just OPTIONS: the few
 #   mongod options with a FerretDB meaning (--port, --bind_ip, --bind_ip_all,
-#   --dbpath, --quiet, --auth) are translated, other mongod options are
-#   ignored with a warning. `ferretdb [FLAGS]` runs FerretDB with its own
-#   flags; any other command is run as is (e.g. `mongosh ...`, `sh`).
+#   --dbpath, --quiet, --auth, --version) are translated, other mongod
+#   options are ignored with a warning. `ferretdb [FLAGS]` runs FerretDB
+#   with its own flags; any other command runs as is (`mongosh ...`, `sh`).
 #
 # FerretDB reads its configuration from FERRETDB_* variables; each default
 # below can be overridden from the container's env. The password reaches
@@ -68,6 +68,7 @@ run_server() {
 		--dbpath) dbpath=${1:?--dbpath needs a value}; shift ;;
 		--quiet) : "${FERRETDB_LOG_LEVEL:=warn}" ;;
 		--auth) ;; # authentication follows MONGO_INITDB_ROOT_*, as with mongo:8
+		--version) exec ferretdb --version ;;
 		--*=*) warn "ignoring mongod option ${opt%%=*} (no FerretDB equivalent)" ;;
 		--*)
 			warn "ignoring mongod option $opt (no FerretDB equivalent)"
