@@ -198,12 +198,12 @@ func TestJanitorOrphanRemovedAfterGrace(t *testing.T) {
 
 	rep, err := j.Sweep(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, janContainerNames(sb), janNames(rep.Skipped), "in grace: skipped")
+	assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Skipped), "in grace: skipped")
 	assert.Empty(t, rep.Removed)
-	assert.Equal(t, janContainerNames(sb), e.sandboxes(ctx))
+	assert.ElementsMatch(t, janContainerNames(sb), e.sandboxes(ctx))
 
 	rep = sweepUntilRemoved(ctx, t, j, grace, created)
-	assert.Equal(t, janContainerNames(sb), janNames(rep.Removed))
+	assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed))
 	assert.Equal(t, e.prefix+"-agent-orphan", rep.Removed[0].Owner.Name)
 	assert.Empty(t, e.sandboxes(ctx), "removed from the runtime")
 }
@@ -232,7 +232,7 @@ func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
 	for range 3 { // ...and then on every sweep
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
-		assert.Equal(t, janContainerNames(sb), janNames(rep.Kept))
+		assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Kept))
 		assert.Empty(t, rep.Removed)
 	}
 
@@ -240,7 +240,7 @@ func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
 	require.NoError(t, e.rt.Remove(ctx, agentID))
 	rep, err := j.Sweep(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, janContainerNames(sb), janNames(rep.Removed), "the first sweep after the agent is gone")
+	assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed), "the first sweep after the agent is gone")
 	assert.Empty(t, e.sandboxes(ctx))
 }
 
@@ -266,7 +266,7 @@ func TestJanitorLiveProcessOwnerKeepsItsSandboxes(t *testing.T) {
 		require.Empty(t, rep.Removed)
 		return len(rep.Kept) == 1
 	}, grace+30*time.Second, 100*time.Millisecond)
-	assert.Equal(t, janContainerNames(sb), e.sandboxes(ctx))
+	assert.ElementsMatch(t, janContainerNames(sb), e.sandboxes(ctx))
 }
 
 // TestJanitorSweepsDuringAnInFlightProvision: the race rule. Sweeps run
@@ -291,11 +291,13 @@ func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
 	}()
 	var sweeps, sawSkipped int
 	var res result
+	tick := time.NewTicker(20 * time.Millisecond) // sweeps back to back would only load the daemon
+	defer tick.Stop()
 	for finished := false; !finished; {
 		select {
 		case res = <-done:
 			finished = true
-		default:
+		case <-tick.C:
 		}
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
@@ -309,7 +311,7 @@ func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
 	require.NoError(t, res.err)
 	t.Logf("%d sweeps during the provision, %d of them saw its sandboxes", sweeps, sawSkipped)
 	assert.Positive(t, sawSkipped, "sweeps ran while the sandboxes existed")
-	assert.Equal(t, janContainerNames(res.sb), e.sandboxes(ctx), "all of them survived")
+	assert.ElementsMatch(t, janContainerNames(res.sb), e.sandboxes(ctx), "all of them survived")
 	for _, c := range res.sb.Containers {
 		got, err := e.rt.Inspect(ctx, c.ID)
 		require.NoError(t, err)
