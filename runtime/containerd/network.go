@@ -331,31 +331,35 @@ func (r *Runtime) network(op, object, name string) (*networkDef, error) {
 }
 
 // conflist is a network's CNI configuration: a bridge with host-local IPAM
-// (allocations in the adapter's state dir), portmap for published ports,
-// and firewall, which lets the bridge's traffic through a FORWARD chain
-// whose policy is DROP (as Docker sets it, with br_netfilter on).
-func (r *Runtime) conflist(def *networkDef) ([]byte, error) {
-	conf := map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       def.Name,
-		"plugins": []map[string]any{
-			{
-				"type":        "bridge",
-				"bridge":      def.Bridge,
-				"isGateway":   true,
-				"ipMasq":      false,
-				"hairpinMode": true,
-				"ipam": map[string]any{
-					"type":    "host-local",
-					"dataDir": r.ipamDir(),
-					"ranges":  [][]map[string]string{{{"subnet": def.Subnet, "gateway": def.Gateway}}},
-				},
+// (allocations in the adapter's state dir), portmap for published ports
+// (only when there are some: its iptables work costs tens of milliseconds
+// at each start and removal), and firewall, which lets the bridge's
+// traffic through a FORWARD chain whose policy is DROP (as Docker sets it,
+// with br_netfilter on).
+func (r *Runtime) conflist(def *networkDef, publish bool) ([]byte, error) {
+	plugins := []map[string]any{
+		{
+			"type":        "bridge",
+			"bridge":      def.Bridge,
+			"isGateway":   true,
+			"ipMasq":      false,
+			"hairpinMode": true,
+			"ipam": map[string]any{
+				"type":    "host-local",
+				"dataDir": r.ipamDir(),
+				"ranges":  [][]map[string]string{{{"subnet": def.Subnet, "gateway": def.Gateway}}},
 			},
-			{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
-			{"type": "firewall", "backend": "iptables"},
 		},
 	}
-	return json.Marshal(conf)
+	if publish {
+		plugins = append(plugins, map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}})
+	}
+	plugins = append(plugins, map[string]any{"type": "firewall", "backend": "iptables"})
+	return json.Marshal(map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       def.Name,
+		"plugins":    plugins,
+	})
 }
 
 // cniFor loads a CNI instance for one network configuration list, which
@@ -383,7 +387,7 @@ type attachment struct {
 // ADD) with the port mappings asked for, ephemeral host ports being chosen
 // here since portmap has none of its own.
 func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networkDef, ports []runtime.PortSpec) (*attachment, error) {
-	conflist, err := r.conflist(def)
+	conflist, err := r.conflist(def, len(ports) > 0)
 	if err != nil {
 		return nil, err
 	}
