@@ -155,6 +155,9 @@ registry_answers() {
 	' _ "$port" 2>/dev/null
 }
 
+# One start at a time per port, across checkouts sharing the cache.
+exec 9>"$cache/registry/.start-$port.lock"
+flock 9
 if registry_answers; then
 	say "registry answering on $registry"
 else
@@ -175,6 +178,7 @@ else
 	done
 	say "registry started on $registry (pid $(cat "$run/registry.pid"), log build/run/registry.log)"
 fi
+exec 9>&-
 
 declare -A ref
 for n in "${names[@]}"; do
