@@ -73,8 +73,8 @@ type Credentials struct {
 
 // Endpoint is a host and port to connect to.
 type Endpoint struct {
-	Host string
-	Port int
+	Host string `json:"host"`
+	Port int    `json:"port"`
 }
 
 // ProbeStep is one command of a readiness probe.

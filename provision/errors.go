@@ -78,7 +78,7 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "provision %s: %s (%s): %s: %v", e.Owner, e.Service, e.Container, e.Stage, e.Err)
 	if e.ProbeOutput != "" {
-		fmt.Fprintf(&b, "; last probe output: %s", e.ProbeOutput)
+		fmt.Fprintf(&b, "; last probe output: %s", oneLine(e.ProbeOutput))
 	}
 	if e.Rollback != nil {
 		fmt.Fprintf(&b, "; rollback: %v", e.Rollback)
@@ -123,3 +123,15 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// oneLine joins the non-blank lines of s with " | ", so that an error
+// stays one line.
+func oneLine(s string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, " | ")
+}

@@ -33,7 +33,7 @@ import (
 const (
 	pollFirst   = 20 * time.Millisecond
 	pollMax     = 250 * time.Millisecond
-	attemptMax  = 10 * time.Second // one probe exec or dial
+	attemptMax  = 30 * time.Second // one probe exec: mongosh alone boots Node.js
 	cleanupTime = 60 * time.Second // rollback and pre-clear, even after ctx ends
 	outputMax   = 2048
 )
@@ -393,7 +393,11 @@ func (p *Provisioner) waitReady(ctx, rctx context.Context, ref string, steps []e
 		if out != "" {
 			output = out
 		}
-		lastErr = stepErr
+		if lastErr == nil || rctx.Err() == nil {
+			// An attempt cut short by the deadline says less than the
+			// one before it.
+			lastErr = stepErr
+		}
 		if fatal != nil {
 			return attempts, output, fatal
 		}
@@ -467,7 +471,7 @@ func waitDial(ctx, rctx context.Context, ep engines.Endpoint, deadline time.Dura
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 	delay := pollFirst
 	for {
-		d := net.Dialer{Timeout: min(attemptMax, time.Second)}
+		d := net.Dialer{Timeout: time.Second}
 		conn, err := d.DialContext(rctx, "tcp", addr)
 		if err == nil {
 			return conn.Close()

@@ -403,7 +403,7 @@ func TestRollback(t *testing.T) {
 			service:   "redis",
 			stage:     "probe",
 			kind:      provision.ErrNotReady,
-			inMessage: []string{"redis", "roboco-sandbox-redis-rb", "LOADING Redis is loading", "after 300ms"},
+			inMessage: []string{"redis", "roboco-sandbox-redis-rb", "last probe output: LOADING Redis is loading", "after 300ms"},
 		},
 		{
 			name: "SandboxExitsWhileProbed",
@@ -835,7 +835,7 @@ func TestRender(t *testing.T) {
 		var b bytes.Buffer
 		require.NoError(t, sb.Render(&b, provision.FormatJSON))
 		assert.JSONEq(t, `{"owner_id":"42","owner":"roboco-agent-42",
-			"containers":[{"name":"roboco-sandbox-pg-42","id":"abc","engine":"postgres","image":"postgres:16-alpine","endpoint":{"Host":"127.0.0.1","Port":5432}}],
+			"containers":[{"name":"roboco-sandbox-pg-42","id":"abc","engine":"postgres","image":"postgres:16-alpine","endpoint":{"host":"127.0.0.1","port":5432}}],
 			"env":[{"name":"P_HOST","value":"127.0.0.1"},{"name":"P_PASSWORD","value":"0123456789abcdef0123456789abcdef"},
 			{"name":"P_URL","value":"postgres://sandbox:0123456789abcdef0123456789abcdef@127.0.0.1:5432/sandbox"},{"name":"P_ODD","value":"it's $HOME"}]}`, b.String())
 	})

@@ -21,7 +21,8 @@ type Sandbox struct {
 	// Containers are the sandboxes, in registry order.
 	Containers []Container `json:"containers"`
 	// Env is the union of the engines' env, in registry order, each
-	// engine's variables in the engine's order.
+	// engine's variables in the engine's order. It holds passwords, so
+	// json.Marshal leaves it out; Render writes it when asked to.
 	Env []engines.EnvVar `json:"-"`
 }
 
