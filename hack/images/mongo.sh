@@ -17,6 +17,7 @@
 # install keyed by the lockfile's hash. Needs, on the host: go, npm,
 # debootstrap (via common.sh), and root (chroot).
 
+# shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 
@@ -105,8 +106,9 @@ main() {
 
 	# Smoke test inside the rootfs: both programs start.
 	local out
-	out=$(chroot_run "$root" ferretdb --version) && [[ "$out" == *"version: $FERRETDB_VERSION"* ]] ||
+	if ! out=$(chroot_run "$root" ferretdb --version) || [[ "$out" != *"version: $FERRETDB_VERSION"* ]]; then
 		die "ferretdb does not run in the rootfs"
+	fi
 	out=$(chroot_run "$root" mongosh --version) || die "mongosh does not run in the rootfs"
 	log "mongosh $out on node $(chroot_run "$root" node --version)"
 
