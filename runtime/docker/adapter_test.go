@@ -58,7 +58,9 @@ func TestRunHonoursTheSpec(t *testing.T) {
 		assert.NotEmpty(t, c.ID)
 		assert.Equal(t, spec.Name, c.Name)
 		assert.Equal(t, img, c.Image)
-		assert.Equal(t, labels, c.Labels)
+		for k, v := range labels {
+			assert.Equal(t, v, c.Labels[k], "label %q (the image's own labels come too)", k)
+		}
 		assert.Equal(t, runtime.StateRunning, c.State)
 		assert.True(t, c.Created.After(before), "created %v", c.Created)
 		assert.NotEmpty(t, c.Networks[netName], "address on %s", netName)

@@ -18,6 +18,9 @@
 // runtime.ErrUnsupported; the container is then removed. Containers are never
 // privileged and get no mounts besides the requested tmpfs and the image's
 // anonymous volumes, which Remove deletes with the container.
+//
+// Docker merges the image's labels into the container's: Inspect and List
+// report the labels of the spec exactly, plus those of the image.
 package docker
 
 import (
