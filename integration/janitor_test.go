@@ -25,49 +25,41 @@ import (
 	"github.com/roboco/sandboxer/runtime/docker"
 )
 
-// janEnv is one janitor test's world on Docker: a label prefix of its own
-// (so that its sweeps never see another test's containers, concurrent
-// packages included), and a cleanup that removes everything carrying it.
+// janEnv is one janitor test's world on one runtime: a label prefix of
+// its own (so that its sweeps never see another test's containers,
+// concurrent packages included), and a cleanup that removes everything
+// carrying it.
 type janEnv struct {
 	t      *testing.T
+	name   string // the runtime's name, for testenv
 	rt     runtime.ContainerRuntime
 	prefix string
 }
 
-// janTestLabel marks the non-sandbox containers a test makes (its agents),
-// as "<prefix>.test=1".
+// testLabel marks the non-sandbox containers a test makes (its agents), as
+// "<prefix>.test=1".
 func (e *janEnv) testLabel() string { return e.prefix + ".test" }
 
-func newJanEnv(t *testing.T) *janEnv {
+func newJanEnv(t *testing.T, b backend) *janEnv {
 	t.Helper()
-	testenv.Load()
-	rt, err := docker.New()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if _, err := rt.Version(ctx); err != nil {
-		rt.Close()
-		testenv.Unavailable(t, "docker", "%v", err)
-	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	e := &janEnv{t: t, rt: rt, prefix: "sbxtest" + hex.EncodeToString(b)}
+	rnd := make([]byte, 4)
+	_, _ = rand.Read(rnd)
+	e := &janEnv{t: t, name: b.name, rt: b.rt, prefix: "sbxtest" + hex.EncodeToString(rnd)}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		for _, sel := range []map[string]string{{janitor.SandboxLabel(e.prefix): "1"}, {e.testLabel(): "1"}} {
-			cs, err := rt.List(ctx, sel)
+			cs, err := e.rt.List(ctx, sel)
 			if err != nil {
 				t.Logf("cleanup: %v", err)
 				continue
 			}
 			for _, c := range cs {
-				if err := rt.Remove(ctx, c.ID); err != nil {
+				if err := e.rt.Remove(ctx, c.ID); err != nil {
 					t.Logf("cleanup: %v", err)
 				}
 			}
 		}
-		rt.Close()
 	})
 	return e
 }
@@ -78,7 +70,7 @@ func (e *janEnv) provisioner(services []string, labels map[string]string) *provi
 	e.t.Helper()
 	images := map[string]string{}
 	for _, s := range services {
-		images[s] = testenv.Image(e.t, "docker", s)
+		images[s] = testenv.Image(e.t, e.name, s)
 	}
 	p, err := provision.New(e.rt, provision.Options{LabelPrefix: e.prefix, Images: images, Labels: labels})
 	require.NoError(e.t, err)
@@ -91,7 +83,7 @@ func (e *janEnv) agent(ctx context.Context, name string) string {
 	e.t.Helper()
 	c, err := e.rt.Run(ctx, runtime.RunSpec{
 		Name:    name,
-		Image:   testenv.Image(e.t, "docker", "busybox"),
+		Image:   testenv.Image(e.t, e.name, "busybox"),
 		Command: []string{"sleep", "3600"},
 		Labels:  map[string]string{e.testLabel(): "1"},
 	})
@@ -186,62 +178,66 @@ func sweepUntilRemoved(ctx context.Context, t *testing.T, j *janitor.Janitor, gr
 // TestJanitorOrphanRemovedAfterGrace: a sandbox whose owner never appears
 // is left alone while in grace, and removed by the first sweep after.
 func TestJanitorOrphanRemovedAfterGrace(t *testing.T) {
-	e := newJanEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	const grace = 2 * time.Second
-	services := []string{"redis"}
-	sb, err := e.provisioner(services, nil).Provision(ctx, "orphan", services)
-	require.NoError(t, err)
-	created := e.created(ctx, sb.Containers[0].ID)
-	j := e.janitor(grace)
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newJanEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		const grace = 2 * time.Second
+		services := []string{"redis"}
+		sb, err := e.provisioner(services, nil).Provision(ctx, "orphan", services)
+		require.NoError(t, err)
+		created := e.created(ctx, sb.Containers[0].ID)
+		j := e.janitor(grace)
 
-	rep, err := j.Sweep(ctx)
-	require.NoError(t, err)
-	assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Skipped), "in grace: skipped")
-	assert.Empty(t, rep.Removed)
-	assert.ElementsMatch(t, janContainerNames(sb), e.sandboxes(ctx))
+		rep, err := j.Sweep(ctx)
+		require.NoError(t, err)
+		assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Skipped), "in grace: skipped")
+		assert.Empty(t, rep.Removed)
+		assert.ElementsMatch(t, janContainerNames(sb), e.sandboxes(ctx))
 
-	rep = sweepUntilRemoved(ctx, t, j, grace, created)
-	assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed))
-	assert.Equal(t, e.prefix+"-agent-orphan", rep.Removed[0].Owner.Name)
-	assert.Empty(t, e.sandboxes(ctx), "removed from the runtime")
+		rep = sweepUntilRemoved(ctx, t, j, grace, created)
+		assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed))
+		assert.Equal(t, e.prefix+"-agent-orphan", rep.Removed[0].Owner.Name)
+		assert.Empty(t, e.sandboxes(ctx), "removed from the runtime")
+	})
 }
 
 // TestJanitorRunningAgentKeepsItsSandboxes: a running container named
 // after the owner keeps its sandboxes across sweeps; once it is gone, the
 // next sweep removes them.
 func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
-	e := newJanEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	const grace = time.Second
-	services := []string{"postgres", "redis"}
-	p := e.provisioner(services, nil)
-	agentID := e.agent(ctx, p.OwnerName("kept"))
-	sb, err := p.Provision(ctx, "kept", services)
-	require.NoError(t, err)
-	j := e.janitor(grace)
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newJanEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		const grace = time.Second
+		services := []string{"postgres", "redis"}
+		p := e.provisioner(services, nil)
+		agentID := e.agent(ctx, p.OwnerName("kept"))
+		sb, err := p.Provision(ctx, "kept", services)
+		require.NoError(t, err)
+		j := e.janitor(grace)
 
-	janPoll(t, func() bool { // until both are past their grace...
+		janPoll(t, func() bool { // until both are past their grace...
+			rep, err := j.Sweep(ctx)
+			require.NoError(t, err)
+			require.Empty(t, rep.Removed)
+			return len(rep.Kept) == len(services)
+		}, grace+30*time.Second, 100*time.Millisecond)
+		for range 3 { // ...and then on every sweep
+			rep, err := j.Sweep(ctx)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Kept))
+			assert.Empty(t, rep.Removed)
+		}
+
+		require.NoError(t, e.rt.Kill(ctx, agentID))
+		require.NoError(t, e.rt.Remove(ctx, agentID))
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
-		require.Empty(t, rep.Removed)
-		return len(rep.Kept) == len(services)
-	}, grace+30*time.Second, 100*time.Millisecond)
-	for range 3 { // ...and then on every sweep
-		rep, err := j.Sweep(ctx)
-		require.NoError(t, err)
-		assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Kept))
-		assert.Empty(t, rep.Removed)
-	}
-
-	require.NoError(t, e.rt.Kill(ctx, agentID))
-	require.NoError(t, e.rt.Remove(ctx, agentID))
-	rep, err := j.Sweep(ctx)
-	require.NoError(t, err)
-	assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed), "the first sweep after the agent is gone")
-	assert.Empty(t, e.sandboxes(ctx))
+		assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed), "the first sweep after the agent is gone")
+		assert.Empty(t, e.sandboxes(ctx))
+	})
 }
 
 // TestJanitorLiveProcessOwnerKeepsItsSandboxes: sandboxes labelled with
@@ -249,87 +245,94 @@ func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
 // kept past the grace window while it lives, although no container is
 // named after their owner.
 func TestJanitorLiveProcessOwnerKeepsItsSandboxes(t *testing.T) {
-	e := newJanEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	labels, err := janitor.ProcessOwnerLabels(e.prefix)
-	require.NoError(t, err)
-	const grace = time.Second
-	services := []string{"redis"}
-	sb, err := e.provisioner(services, labels).Provision(ctx, "run", services)
-	require.NoError(t, err)
-	j := e.janitor(grace)
-
-	janPoll(t, func() bool {
-		rep, err := j.Sweep(ctx)
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newJanEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		labels, err := janitor.ProcessOwnerLabels(e.prefix)
 		require.NoError(t, err)
-		require.Empty(t, rep.Removed)
-		return len(rep.Kept) == 1
-	}, grace+30*time.Second, 100*time.Millisecond)
-	assert.ElementsMatch(t, janContainerNames(sb), e.sandboxes(ctx))
+		const grace = time.Second
+		services := []string{"redis"}
+		sb, err := e.provisioner(services, labels).Provision(ctx, "run", services)
+		require.NoError(t, err)
+		j := e.janitor(grace)
+
+		janPoll(t, func() bool {
+			rep, err := j.Sweep(ctx)
+			require.NoError(t, err)
+			require.Empty(t, rep.Removed)
+			return len(rep.Kept) == 1
+		}, grace+30*time.Second, 100*time.Millisecond)
+		assert.ElementsMatch(t, janContainerNames(sb), e.sandboxes(ctx))
+	})
 }
 
 // TestJanitorSweepsDuringAnInFlightProvision: the race rule. Sweeps run
 // back to back while a provision is in progress for an owner that does
 // not exist yet; none may touch what the provision is creating.
 func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
-	e := newJanEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	services := []string{"postgres", "redis", "mongo"}
-	p := e.provisioner(services, nil)
-	j := e.janitor(janitor.DefaultGrace)
+	forEachRuntime(t, func(t *testing.T, b backend) {
+		e := newJanEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		services := []string{"postgres", "redis", "mongo"}
+		p := e.provisioner(services, nil)
+		j := e.janitor(janitor.DefaultGrace)
 
-	type result struct {
-		sb  provision.Sandbox
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		sb, err := p.Provision(ctx, "inflight", services)
-		done <- result{sb, err}
-	}()
-	var sweeps, sawSkipped int
-	var res result
-	tick := time.NewTicker(20 * time.Millisecond) // sweeps back to back would only load the daemon
-	defer tick.Stop()
-	for finished := false; !finished; {
-		select {
-		case res = <-done:
-			finished = true
-		case <-tick.C:
+		type result struct {
+			sb  provision.Sandbox
+			err error
 		}
-		rep, err := j.Sweep(ctx)
-		require.NoError(t, err)
-		sweeps++
-		require.Empty(t, rep.Removed, "a sweep removed an in-flight provision's sandbox")
-		require.Empty(t, rep.Kept)
-		if len(rep.Skipped) > 0 {
-			sawSkipped++
+		done := make(chan result, 1)
+		go func() {
+			sb, err := p.Provision(ctx, "inflight", services)
+			done <- result{sb, err}
+		}()
+		var sweeps, sawSkipped int
+		var res result
+		tick := time.NewTicker(20 * time.Millisecond) // sweeps back to back would only load the daemon
+		defer tick.Stop()
+		for finished := false; !finished; {
+			select {
+			case res = <-done:
+				finished = true
+			case <-tick.C:
+			}
+			rep, err := j.Sweep(ctx)
+			require.NoError(t, err)
+			sweeps++
+			require.Empty(t, rep.Removed, "a sweep removed an in-flight provision's sandbox")
+			require.Empty(t, rep.Kept)
+			if len(rep.Skipped) > 0 {
+				sawSkipped++
+			}
 		}
-	}
-	require.NoError(t, res.err)
-	t.Logf("%d sweeps during the provision, %d of them saw its sandboxes", sweeps, sawSkipped)
-	assert.Positive(t, sawSkipped, "sweeps ran while the sandboxes existed")
-	assert.ElementsMatch(t, janContainerNames(res.sb), e.sandboxes(ctx), "all of them survived")
-	for _, c := range res.sb.Containers {
-		got, err := e.rt.Inspect(ctx, c.ID)
-		require.NoError(t, err)
-		assert.True(t, got.Running(), "%s running", c.Name)
-	}
+		require.NoError(t, res.err)
+		t.Logf("%d sweeps during the provision, %d of them saw its sandboxes", sweeps, sawSkipped)
+		assert.Positive(t, sawSkipped, "sweeps ran while the sandboxes existed")
+		assert.ElementsMatch(t, janContainerNames(res.sb), e.sandboxes(ctx), "all of them survived")
+		for _, c := range res.sb.Containers {
+			got, err := e.rt.Inspect(ctx, c.ID)
+			require.NoError(t, err)
+			assert.True(t, got.Running(), "%s running", c.Name)
+		}
+	})
 }
 
 // TestJanitorCleansUpAfterAKilledProvisioner: a process provisioning
 // postgres, redis and mongo is SIGKILLed mid-provision; a sweep after the
-// grace window leaves no container with this test's sandbox label.
+// grace window leaves no container with this test's sandbox label. The
+// provisioner labels its sandboxes with its own process identity, so this
+// also proves the process-owner path: its pid is gone, they are orphans.
 func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
-	e := newJanEnv(t)
+	testenv.Load()
+	e := newJanEnv(t, connectDocker(t)) // crashprov drives Docker
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	services := []string{"postgres", "redis", "mongo"}
 	env := os.Environ()
 	for _, s := range services {
-		env = append(env, provision.ImageEnvName(s)+"="+testenv.Image(t, "docker", s))
+		env = append(env, provision.ImageEnvName(s)+"="+testenv.Image(t, e.name, s))
 	}
 
 	bin := filepath.Join(t.TempDir(), "crashprov")
