@@ -91,7 +91,9 @@ func ContainerLiveness(rt runtime.ContainerRuntime) Liveness {
 //     host (initial pid namespace), otherwise kept, because the owner
 //     cannot be observed from here.
 //
-// Owners with a zero Process get no verdict.
+// Owners with a zero Process get no verdict. Limitation: on a /proc
+// mounted with hidepid, another user's live process looks gone; run the
+// janitor as the same user as the owners, or as root.
 func ProcessLiveness() Liveness { return processLiveness{localProc} }
 
 type processLiveness struct{ fs *procfs }
