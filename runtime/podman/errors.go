@@ -1,0 +1,158 @@
+package podman
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+
+	"go.podman.io/podman/v6/pkg/bindings"
+	"go.podman.io/podman/v6/pkg/errorhandling"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Verbs as they appear in error messages ("podman: <verb> <object>: ...").
+const (
+	opConnect       = "connect"
+	opVersion       = "version"
+	opImageExists   = "inspect image"
+	opPull          = "pull"
+	opRun           = "run"
+	opCreate        = "create"
+	opInspect       = "inspect"
+	opExec          = "exec"
+	opStop          = "stop"
+	opKill          = "kill"
+	opRemove        = "remove"
+	opList          = "list"
+	opCreateNetwork = "create network"
+	opRemoveNetwork = "remove network"
+)
+
+// Root causes as libpod reports them in its error model's "cause" (the
+// text of its sentinel errors, stable across 4.x and 5.x). They are the
+// only messages this adapter reads, and only here.
+const (
+	causeNoSuchContainer = "no such container"
+	causeNoSuchExec      = "no such exec session"
+	causeNoSuchNetwork   = "network not found"
+	causeNoSuchImage     = "image not known"
+	causeNameInUse       = "that name is already in use"
+	causeCtrExists       = "container already exists"
+	causeNetworkExists   = "network already exists"
+	causeStateImproper   = "container state improper"
+	causeCtrStopped      = "container is stopped"
+)
+
+// wrap is the one place where an error of the libpod API becomes a
+// *runtime.Error: see translate.
+func (r *Runtime) wrap(op, object string, err error) error {
+	err = translate(r.endpoint, op, object, err)
+	if errors.Is(err, runtime.ErrUnavailable) {
+		r.forget()
+	}
+	return err
+}
+
+// translate turns err, returned by the service for verb op on object, into
+// a *runtime.Error naming the runtime, the verb and the object, with a
+// kind from kindOf. An error that is already a podman *runtime.Error is
+// returned unchanged; nil stays nil.
+func translate(endpoint, op, object string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *runtime.Error
+	if errors.As(err, &re) && re.Runtime == Name {
+		return err
+	}
+	kind := kindOf(op, err)
+	if errors.Is(kind, runtime.ErrUnavailable) && endpoint != "" && !strings.Contains(err.Error(), endpoint) {
+		err = fmt.Errorf("endpoint %s: %w", endpoint, err)
+	}
+	return runtime.NewError(Name, op, object, kind, apiError(err))
+}
+
+// kindOf classifies err by the HTTP status of the service's answer and,
+// where one status means several things (a 404 from create is the image
+// or the network; a 500 from create may be a name conflict), by libpod's
+// root cause.
+func kindOf(op string, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The caller gave up; that says nothing about the service.
+		return nil
+	case isConnectionError(err):
+		return runtime.ErrUnavailable
+	case op == opPull:
+		// Unknown repository or tag, registry unreachable or refusing,
+		// error inside the progress stream: the image cannot be had.
+		return runtime.ErrImageNotFound
+	}
+	code, cause := status(err)
+	switch {
+	case hasCause(cause, causeNameInUse, causeCtrExists, causeNetworkExists):
+		return runtime.ErrAlreadyExists
+	case (op == opRun || op == opCreate) && hasCause(cause, causeNoSuchImage):
+		return runtime.ErrImageNotFound
+	case code == http.StatusNotFound,
+		hasCause(cause, causeNoSuchContainer, causeNoSuchExec, causeNoSuchNetwork):
+		return runtime.ErrNotFound
+	case code == http.StatusConflict && (op == opRun || op == opCreate || op == opCreateNetwork):
+		return runtime.ErrAlreadyExists
+	default:
+		return nil
+	}
+}
+
+// status returns the HTTP status and libpod's root cause of an API error
+// (0 and "" for other errors).
+func status(err error) (int, string) {
+	var em *errorhandling.ErrorModel
+	if errors.As(err, &em) {
+		return em.ResponseCode, strings.ToLower(em.Because + ": " + em.Message)
+	}
+	var ev errorhandling.ErrorModel
+	if errors.As(err, &ev) {
+		return ev.ResponseCode, strings.ToLower(ev.Because + ": " + ev.Message)
+	}
+	return 0, ""
+}
+
+// hasCause reports whether the root cause text contains any of causes.
+func hasCause(cause string, causes ...string) bool {
+	for _, c := range causes {
+		if strings.Contains(cause, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// isConnectionError reports whether err means the service could not be
+// reached at all.
+func isConnectionError(err error) bool {
+	var ce bindings.ConnectError
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &oe):
+		return true
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNRESET):
+		return true
+	}
+	return false
+}
+
+// apiError makes a libpod error model read as "<message> (HTTP <code>)";
+// other errors are returned unchanged.
+func apiError(err error) error {
+	code, _ := status(err)
+	if code == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (HTTP %d)", err, code)
+}

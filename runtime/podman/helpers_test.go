@@ -1,0 +1,117 @@
+package podman
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Every container and network a test makes carries testLabel=Name, plus a
+// per-test run label, so that cleanup removes exactly the test's own.
+const (
+	testLabel    = "sandboxer.test"
+	testRunLabel = "sandboxer.test.run"
+)
+
+// testCtx is a context bounded well within go test's own timeout.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newTestRuntime connects to the service of the environment
+// (CONTAINER_HOST, else the default sockets); a service that does not
+// answer skips the test, or fails it under SANDBOXER_REQUIRE=podman. -short
+// (unit tests only) skips it.
+func newTestRuntime(t *testing.T, opts ...Option) *Runtime {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the Podman service (-short runs unit tests only)")
+	}
+	testenv.Load()
+	r, err := New(opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	if _, err := r.Version(testCtx(t)); err != nil {
+		testenv.Unavailable(t, Name, "%v", err)
+	}
+	return r
+}
+
+// busybox returns the busybox fixture, making sure the service has it
+// (pulling it from the loopback registry when needed).
+func busybox(t *testing.T, r *Runtime) string {
+	t.Helper()
+	ref := testenv.Image(t, Name, "busybox")
+	ctx := testCtx(t)
+	ok, err := r.ImageExists(ctx, ref)
+	require.NoError(t, err)
+	if !ok {
+		if err := r.PullImage(ctx, ref, nil); err != nil {
+			testenv.Unavailable(t, Name, "image %s: %v", ref, err)
+		}
+	}
+	return ref
+}
+
+// randomSuffix is 8 hex characters.
+func randomSuffix(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return hex.EncodeToString(b)
+}
+
+// testLabels labels a test's objects and registers the cleanup that
+// removes every container carrying them.
+func testLabels(t *testing.T, r *Runtime) map[string]string {
+	t.Helper()
+	labels := map[string]string{testLabel: Name, testRunLabel: randomSuffix(t)}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cs, err := r.List(ctx, labels)
+		if err != nil {
+			t.Errorf("cleanup: list: %v", err)
+			return
+		}
+		for _, c := range cs {
+			if err := r.Remove(ctx, c.ID); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
+	return labels
+}
+
+// sleeper is a spec for a busybox container that just runs, and dies at
+// once on SIGTERM (sh as PID 1 would ignore it).
+func sleeper(image, name string, labels map[string]string) runtime.RunSpec {
+	return runtime.RunSpec{
+		Name:    name,
+		Image:   image,
+		Labels:  labels,
+		Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+	}
+}
+
+// apiGet decodes GET path of the libpod API into out, for what the port
+// does not offer (volumes, the stored spec).
+func apiGet(t testing.TB, ctx context.Context, r *Runtime, path string, out any, pathValues ...string) error {
+	t.Helper()
+	conn, svc, err := r.connect(ctx, opInspect, path)
+	if err != nil {
+		return err
+	}
+	return call(ctx, conn, svc, request{method: http.MethodGet, path: path, pathValues: pathValues}, out)
+}

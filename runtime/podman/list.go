@@ -1,0 +1,152 @@
+package podman
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// listedContainer is one entry of GET /containers/json.
+type listedContainer struct {
+	ID       string            `json:"Id"`
+	Names    []string          `json:"Names"`
+	Image    string            `json:"Image"`
+	Labels   map[string]string `json:"Labels"`
+	State    string            `json:"State"`
+	ExitCode int               `json:"ExitCode"`
+	// Created is an RFC 3339 time (Podman 4 and later) or Unix seconds.
+	Created  json.RawMessage `json:"Created"`
+	Networks []string        `json:"Networks"`
+	Ports    []struct {
+		HostIP        string `json:"host_ip"`
+		ContainerPort int    `json:"container_port"`
+		HostPort      int    `json:"host_port"`
+		Range         int    `json:"range"`
+		Protocol      string `json:"protocol"`
+	} `json:"Ports"`
+}
+
+// List returns every container, in any state, whose labels contain every
+// key=value pair of selector, in one request. The service filters by label
+// and the result is checked again with runtime.MatchLabels, so that values
+// with spaces or wildcard characters match exactly. Listed containers carry
+// the names of their networks without addresses (Inspect has those) and
+// no mounts.
+func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
+	const op = opList
+	obj := selectorString(selector)
+	conn, svc, err := r.connect(ctx, op, obj)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"all": {"true"}}
+	var labels []string
+	for _, k := range slices.Sorted(maps.Keys(selector)) {
+		v := selector[k]
+		// The service trims and globs; a pair it might misread is left to
+		// the exact check below rather than risk a false negative.
+		if v == "" || strings.TrimSpace(v) != v || strings.ContainsAny(k+v, "*?[") {
+			continue
+		}
+		labels = append(labels, k+"="+v)
+	}
+	if len(labels) > 0 {
+		f, err := json.Marshal(map[string][]string{"label": labels})
+		if err != nil {
+			return nil, runtime.NewError(Name, op, obj, nil, err)
+		}
+		q.Set("filters", string(f))
+	}
+	var listed []listedContainer
+	if err := call(ctx, conn, svc, request{method: http.MethodGet, path: "/containers/json", query: q}, &listed); err != nil {
+		return nil, r.wrap(op, obj, err)
+	}
+	out := make([]runtime.Container, 0, len(listed))
+	for _, lc := range listed {
+		if !runtime.MatchLabels(lc.Labels, selector) {
+			continue
+		}
+		c, err := lc.container()
+		if err != nil {
+			return nil, runtime.NewError(Name, op, obj, nil, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// container converts a list entry into the port's type.
+func (lc *listedContainer) container() (runtime.Container, error) {
+	created, err := parseCreated(lc.Created)
+	if err != nil {
+		return runtime.Container{}, fmt.Errorf("container %s: creation time %s: %w", lc.ID, lc.Created, err)
+	}
+	c := runtime.Container{
+		ID:       lc.ID,
+		Image:    lc.Image,
+		Labels:   maps.Clone(lc.Labels),
+		State:    state(lc.State),
+		ExitCode: lc.ExitCode,
+		Created:  created,
+		Networks: map[string]string{},
+	}
+	if len(lc.Names) > 0 {
+		c.Name = strings.TrimPrefix(lc.Names[0], "/")
+	}
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	for _, n := range lc.Networks {
+		c.Networks[n] = ""
+	}
+	for _, p := range lc.Ports {
+		proto := p.Protocol
+		if proto == "" {
+			proto = "tcp"
+		}
+		for i := range max(p.Range, 1) {
+			c.Ports = append(c.Ports, runtime.PortBinding{
+				ContainerPort: p.ContainerPort + i,
+				Protocol:      proto,
+				HostIP:        p.HostIP,
+				HostPort:      p.HostPort + i,
+			})
+		}
+	}
+	return c, nil
+}
+
+// parseCreated reads a creation time given as an RFC 3339 string or as
+// Unix seconds.
+func parseCreated(raw json.RawMessage) (time.Time, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return time.Time{}, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return time.Parse(time.RFC3339Nano, s)
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(n, 0), nil
+}
+
+// selectorString renders a selector for error messages: "k=v,k2=v2".
+func selectorString(selector map[string]string) string {
+	parts := make([]string, 0, len(selector))
+	for _, k := range slices.Sorted(maps.Keys(selector)) {
+		parts = append(parts, k+"="+selector[k])
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,433 @@
+package podman
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"go.podman.io/podman/v6/pkg/bindings"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// cleanupTimeout bounds the removal of a container that Run or Create
+// created but could not complete; it runs even when the caller's context
+// is done, so that a failed run leaves nothing behind.
+const cleanupTimeout = 30 * time.Second
+
+// cpuPeriod is the CFS period CPU quotas are expressed in (100 ms, as
+// Docker and Podman use).
+const cpuPeriod = 100_000
+
+// Run creates and starts a detached container from spec and reports it as
+// inspect sees it after the start. If the start fails, the container is
+// removed before the error is returned (which also releases its host
+// ports: Podman 4.3 keeps a failed container's ports reserved until then).
+func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	const op = opRun
+	conn, svc, id, err := r.create(ctx, op, spec)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	err = call(ctx, conn, svc, request{method: http.MethodPost, path: "/containers/%s/start", pathValues: []string{id}}, nil)
+	if err != nil {
+		r.discard(ctx, conn, svc, op, id)
+		return runtime.Container{}, r.wrap(op, object(spec, id), err)
+	}
+	c, err := r.inspect(ctx, conn, svc, op, id)
+	if err != nil {
+		// A container the caller cannot see is one it cannot tear down.
+		r.discard(ctx, conn, svc, op, id)
+		return runtime.Container{}, err
+	}
+	return c, nil
+}
+
+// Create creates a container from spec without starting it (state
+// "created"). It implements runtime.Creator; the lifecycle code only uses
+// Run.
+func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	const op = opCreate
+	conn, svc, id, err := r.create(ctx, op, spec)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	c, err := r.inspect(ctx, conn, svc, op, id)
+	if err != nil {
+		r.discard(ctx, conn, svc, op, id)
+		return runtime.Container{}, err
+	}
+	return c, nil
+}
+
+// createResponse is the answer of POST /containers/create.
+type createResponse struct {
+	ID       string   `json:"Id"`
+	Warnings []string `json:"Warnings"`
+}
+
+// create creates the container and checks that the service kept every
+// limit it was asked for; it returns the container's ID.
+func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (*bindings.Connection, *service, string, error) {
+	obj := object(spec, "")
+	conn, svc, err := r.connect(ctx, op, obj)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := r.checkEnforceable(ctx, svc, spec); err != nil {
+		return nil, nil, "", runtime.NewError(Name, op, obj, runtime.ErrUnsupported, err)
+	}
+	sg, clamped, err := specFor(spec, svc.rlimits, r.opts.lifetime)
+	if err != nil {
+		return nil, nil, "", runtime.NewError(Name, op, obj, nil, err)
+	}
+	for _, c := range clamped {
+		r.opts.log.WarnContext(ctx, "podman: rlimit clamped to the service's hard limit", "container", obj, "rlimit", c)
+	}
+	var resp createResponse
+	err = call(ctx, conn, svc, request{method: http.MethodPost, path: "/containers/create", body: sg}, &resp)
+	if err != nil {
+		if errors.Is(kindOf(op, err), runtime.ErrImageNotFound) {
+			err = fmt.Errorf("image %q: %w", spec.Image, err)
+		}
+		return nil, nil, "", r.wrap(op, obj, err)
+	}
+	for _, w := range resp.Warnings {
+		r.opts.log.WarnContext(ctx, "podman: service warning on create", "container", object(spec, resp.ID), "warning", w)
+	}
+	got, err := inspectRaw(ctx, conn, svc, resp.ID)
+	if err != nil {
+		r.discard(ctx, conn, svc, op, resp.ID)
+		return nil, nil, "", r.wrap(op, object(spec, resp.ID), err)
+	}
+	if err := checkLimits(sg.ResourceLimits, got.HostConfig, resp.Warnings); err != nil {
+		if r.opts.unenforcedLimits {
+			r.opts.log.WarnContext(ctx, "podman: limits not enforced (WithUnenforcedLimits)", "container", object(spec, resp.ID), "error", err)
+		} else {
+			r.discard(ctx, conn, svc, op, resp.ID)
+			return nil, nil, "", runtime.NewError(Name, op, object(spec, resp.ID), runtime.ErrUnsupported, err)
+		}
+	}
+	return conn, svc, resp.ID, nil
+}
+
+// checkEnforceable refuses limits that the service is known to drop:
+// rootless Podman on cgroup v1 ignores memory, CPU and pids limits with
+// nothing but a warning.
+func (r *Runtime) checkEnforceable(ctx context.Context, svc *service, spec runtime.RunSpec) error {
+	if !svc.rootless || !svc.cgroupV1 || (spec.MemoryBytes == 0 && spec.CPUs == 0 && spec.PidsLimit == 0) {
+		return nil
+	}
+	err := errors.New("rootless Podman on cgroup v1 cannot enforce memory, CPU or pids limits (use cgroup v2, rootful Podman, or WithUnenforcedLimits)")
+	if r.opts.unenforcedLimits {
+		r.opts.log.WarnContext(ctx, "podman: limits will not be enforced (WithUnenforcedLimits)", "container", spec.Name, "error", err)
+		return nil
+	}
+	return err
+}
+
+// discard force-removes a container that create or run could not
+// complete, even when ctx is already done.
+func (r *Runtime) discard(ctx context.Context, conn *bindings.Connection, svc *service, op, id string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := removeContainer(cctx, conn, svc, id); err != nil {
+		r.opts.log.WarnContext(ctx, "podman: could not remove a half-made container", "op", op, "container", id, "error", err)
+	}
+}
+
+// object names a container in errors: its name, else its ID.
+func object(spec runtime.RunSpec, id string) string {
+	if spec.Name != "" {
+		return spec.Name
+	}
+	return id
+}
+
+// specGenerator is the part of libpod's SpecGenerator (the body of POST
+// /libpod/containers/create) that the adapter sets. Field names are those
+// of Podman 4.0 and later.
+type specGenerator struct {
+	Name  string            `json:"name,omitempty"`
+	Image string            `json:"image"`
+	Env   map[string]string `json:"env,omitempty"`
+	// Entrypoint [""] clears the image's (nil keeps it).
+	Entrypoint []string          `json:"entrypoint,omitempty"`
+	Command    []string          `json:"command,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	// HTTPProxy false: the service's proxy variables are not copied
+	// into the container (Podman's default is to copy them).
+	HTTPProxy      bool                         `json:"httpproxy"`
+	Privileged     bool                         `json:"privileged"`
+	Mounts         []mountSpec                  `json:"mounts,omitempty"`
+	ResourceLimits *resourceLimits              `json:"resource_limits,omitempty"`
+	Rlimits        []rlimitSpec                 `json:"r_limits,omitempty"`
+	NetNS          namespace                    `json:"netns"`
+	Networks       map[string]perNetworkOptions `json:"Networks,omitempty"`
+	PortMappings   []portMapping                `json:"portmappings,omitempty"`
+	// Timeout is the container's lifetime in seconds, enforced by
+	// conmon (0: none).
+	Timeout uint `json:"timeout,omitempty"`
+}
+
+type mountSpec struct {
+	Destination string   `json:"destination"`
+	Type        string   `json:"type"`
+	Source      string   `json:"source"`
+	Options     []string `json:"options,omitempty"`
+}
+
+type resourceLimits struct {
+	Memory *memoryLimits `json:"memory,omitempty"`
+	CPU    *cpuLimits    `json:"cpu,omitempty"`
+	Pids   *pidsLimits   `json:"pids,omitempty"`
+}
+
+type memoryLimits struct {
+	Limit int64 `json:"limit"`
+}
+
+type cpuLimits struct {
+	Quota  int64  `json:"quota"`
+	Period uint64 `json:"period"`
+}
+
+type pidsLimits struct {
+	Limit int64 `json:"limit"`
+}
+
+type rlimitSpec struct {
+	Type string `json:"type"`
+	Hard uint64 `json:"hard"`
+	Soft uint64 `json:"soft"`
+}
+
+type namespace struct {
+	NSMode string `json:"nsmode"`
+	Value  string `json:"value,omitempty"`
+}
+
+type perNetworkOptions struct{}
+
+type portMapping struct {
+	HostIP        string `json:"host_ip,omitempty"`
+	ContainerPort uint16 `json:"container_port"`
+	HostPort      uint16 `json:"host_port"`
+	Range         uint16 `json:"range"`
+	Protocol      string `json:"protocol"`
+}
+
+// rlimitNames are the rlimits Podman accepts, by their short names.
+var rlimitNames = []string{
+	"as", "core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice",
+	"nofile", "nproc", "rss", "rtprio", "rttime", "sigpending", "stack",
+}
+
+// podmanDefaultRlimit is what rootful Podman sets nofile and nproc to when
+// asked for nothing (libpod's RLimitDefaultValue).
+const podmanDefaultRlimit = 1 << 20
+
+// specFor maps a RunSpec onto a SpecGenerator. It never sets privileges,
+// binds or mounts beyond spec.Tmpfs. serviceLimits are the service's hard
+// rlimits (nil: unknown); the returned strings describe each rlimit that
+// was lowered to fit them.
+func specFor(spec runtime.RunSpec, serviceLimits map[string]uint64, lifetime time.Duration) (*specGenerator, []string, error) {
+	if spec.Image == "" {
+		return nil, nil, errors.New("no image given")
+	}
+	if spec.MemoryBytes < 0 || spec.CPUs < 0 || spec.PidsLimit < 0 {
+		return nil, nil, fmt.Errorf("negative limit (memory %d, cpus %g, pids %d)", spec.MemoryBytes, spec.CPUs, spec.PidsLimit)
+	}
+	sg := &specGenerator{
+		Name:       spec.Name,
+		Image:      spec.Image,
+		Env:        maps.Clone(spec.Env),
+		Entrypoint: spec.Entrypoint,
+		Command:    spec.Command,
+		Labels:     maps.Clone(spec.Labels),
+		NetNS:      namespace{NSMode: "bridge"},
+		Timeout:    uint(math.Ceil(lifetime.Seconds())),
+	}
+	if spec.Entrypoint != nil && len(spec.Entrypoint) == 0 {
+		sg.Entrypoint = []string{""}
+	}
+	for _, path := range slices.Sorted(maps.Keys(spec.Tmpfs)) {
+		if !strings.HasPrefix(path, "/") {
+			return nil, nil, fmt.Errorf("tmpfs path %q is not absolute", path)
+		}
+		m := mountSpec{Destination: path, Type: "tmpfs", Source: "tmpfs"}
+		for _, o := range strings.Split(spec.Tmpfs[path], ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				m.Options = append(m.Options, o)
+			}
+		}
+		sg.Mounts = append(sg.Mounts, m)
+	}
+	if spec.MemoryBytes > 0 || spec.CPUs > 0 || spec.PidsLimit > 0 {
+		sg.ResourceLimits = &resourceLimits{}
+		if spec.MemoryBytes > 0 {
+			sg.ResourceLimits.Memory = &memoryLimits{Limit: spec.MemoryBytes}
+		}
+		if spec.CPUs > 0 {
+			sg.ResourceLimits.CPU = &cpuLimits{Quota: int64(math.Round(spec.CPUs * cpuPeriod)), Period: cpuPeriod}
+		}
+		if spec.PidsLimit > 0 {
+			sg.ResourceLimits.Pids = &pidsLimits{Limit: spec.PidsLimit}
+		}
+	}
+	rl, clamped, err := rlimitsFor(spec.Ulimits, serviceLimits)
+	if err != nil {
+		return nil, nil, err
+	}
+	sg.Rlimits = rl
+	if spec.Network != "" {
+		sg.Networks = map[string]perNetworkOptions{spec.Network: {}}
+	}
+	for _, p := range spec.Ports {
+		pm, err := portMappingFor(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		sg.PortMappings = append(sg.PortMappings, pm)
+	}
+	return sg, clamped, nil
+}
+
+// rlimitsFor validates the spec's rlimits and fits them to the service's
+// hard limits: a service without CAP_SYS_RESOURCE cannot raise a limit
+// past its own, and the start would fail ("error setting rlimit type 7:
+// operation not permitted"). nofile and nproc are always set, since
+// Podman's own default for them (1048576) is past many services' limits.
+func rlimitsFor(ulimits []runtime.Ulimit, serviceLimits map[string]uint64) ([]rlimitSpec, []string, error) {
+	var out []rlimitSpec
+	var clamped []string
+	seen := map[string]bool{}
+	for _, u := range ulimits {
+		name := strings.ToLower(strings.TrimPrefix(strings.ToUpper(u.Name), "RLIMIT_"))
+		if !slices.Contains(rlimitNames, name) {
+			return nil, nil, fmt.Errorf("unknown ulimit %q", u.Name)
+		}
+		if seen[name] {
+			return nil, nil, fmt.Errorf("ulimit %q given twice", name)
+		}
+		seen[name] = true
+		if u.Soft < -1 || u.Hard < -1 {
+			return nil, nil, fmt.Errorf("ulimit %s: negative limit %d:%d", name, u.Soft, u.Hard)
+		}
+		soft, hard := rlimitValue(u.Soft), rlimitValue(u.Hard)
+		if soft > hard {
+			return nil, nil, fmt.Errorf("ulimit %s: soft limit %d above hard limit %d", name, u.Soft, u.Hard)
+		}
+		if limit, ok := serviceLimits[name]; ok && hard > limit {
+			clamped = append(clamped, fmt.Sprintf("%s %d:%d to %d:%d", name, u.Soft, u.Hard, min(soft, limit), limit))
+			hard = limit
+			soft = min(soft, limit)
+		}
+		out = append(out, rlimitSpec{Type: name, Soft: soft, Hard: hard})
+	}
+	for _, name := range []string{"nofile", "nproc"} {
+		limit, ok := serviceLimits[name]
+		if seen[name] || !ok {
+			continue
+		}
+		v := min(limit, podmanDefaultRlimit)
+		out = append(out, rlimitSpec{Type: name, Soft: v, Hard: v})
+	}
+	return out, clamped, nil
+}
+
+// rlimitValue maps -1 (unlimited, as Docker spells it) to RLIM_INFINITY.
+func rlimitValue(v int64) uint64 {
+	if v < 0 {
+		return math.MaxUint64
+	}
+	return uint64(v)
+}
+
+// portMappingFor validates a PortSpec and applies its defaults: tcp, host
+// IP 127.0.0.1, an ephemeral host port.
+func portMappingFor(p runtime.PortSpec) (portMapping, error) {
+	proto := strings.ToLower(p.Protocol)
+	if proto == "" {
+		proto = "tcp"
+	}
+	if proto != "tcp" && proto != "udp" {
+		return portMapping{}, fmt.Errorf("port %d: protocol %q is neither tcp nor udp", p.ContainerPort, p.Protocol)
+	}
+	if p.ContainerPort < 1 || p.ContainerPort > 65535 {
+		return portMapping{}, fmt.Errorf("container port %d out of range", p.ContainerPort)
+	}
+	if p.HostPort < 0 || p.HostPort > 65535 {
+		return portMapping{}, fmt.Errorf("host port %d out of range", p.HostPort)
+	}
+	hostIP := p.HostIP
+	if hostIP == "" {
+		hostIP = runtime.DefaultHostIP
+	}
+	return portMapping{
+		HostIP:        hostIP,
+		ContainerPort: uint16(p.ContainerPort),
+		HostPort:      uint16(p.HostPort),
+		Range:         1,
+		Protocol:      proto,
+	}, nil
+}
+
+// checkLimits compares the limits asked for with those the service stored.
+// Rootless Podman on cgroup v1 accepts limits it cannot enforce, drops
+// them and only warns: that must not pass silently.
+func checkLimits(asked *resourceLimits, got *hostConfig, warnings []string) error {
+	if asked == nil {
+		return nil
+	}
+	var dropped []string
+	for _, w := range warnings {
+		lw := strings.ToLower(w)
+		if strings.Contains(lw, "ignored") || strings.Contains(lw, "discarded") || strings.Contains(lw, "not supported") {
+			dropped = append(dropped, w)
+		}
+	}
+	if got == nil {
+		got = &hostConfig{}
+	}
+	if asked.Memory != nil && got.Memory != asked.Memory.Limit {
+		dropped = append(dropped, fmt.Sprintf("memory limit %d bytes stored as %d", asked.Memory.Limit, got.Memory))
+	}
+	if asked.CPU != nil {
+		want := float64(asked.CPU.Quota) / float64(asked.CPU.Period)
+		if math.Abs(got.cpus()-want) > 1e-6 {
+			dropped = append(dropped, fmt.Sprintf("CPU limit %g stored as %g", want, got.cpus()))
+		}
+	}
+	if asked.Pids != nil && got.PidsLimit != asked.Pids.Limit {
+		dropped = append(dropped, fmt.Sprintf("pids limit %d stored as %d", asked.Pids.Limit, got.PidsLimit))
+	}
+	if len(dropped) > 0 {
+		return fmt.Errorf("the service did not keep the requested limits: %s", strings.Join(dropped, "; "))
+	}
+	return nil
+}
+
+// removeContainer force-removes a container and its anonymous volumes; an
+// absent container is not an error.
+func removeContainer(ctx context.Context, conn *bindings.Connection, svc *service, id string) error {
+	err := call(ctx, conn, svc, request{
+		method:     http.MethodDelete,
+		path:       "/containers/%s",
+		pathValues: []string{id},
+		// timeout 0: a forced removal kills at once instead of waiting out
+		// the stop timeout (10 s) first, as Docker does.
+		query: url.Values{"force": {"true"}, "volumes": {"true"}, "timeout": {"0"}, "ignore": {"true"}},
+	}, nil)
+	if err != nil && errors.Is(kindOf(opRemove, err), runtime.ErrNotFound) {
+		return nil
+	}
+	return err
+}
