@@ -24,6 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . hack/env/lib.sh
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 
 VERSION=v2.4.2
 MODULE=github.com/containerd/containerd/v2
@@ -119,7 +120,7 @@ EOF
 }
 
 up() {
-	need_pkgs runc containernetworking-plugins iptables
+	need_pkgs runc containernetworking-plugins iptables iproute2
 	build
 	if answers; then
 		log "containerd: already answering on $ADDRESS"
