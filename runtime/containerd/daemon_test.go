@@ -333,3 +333,30 @@ func iptablesRules(t *testing.T) string {
 	require.NoError(t, err)
 	return string(out)
 }
+
+// TestContainerHardening: like Docker's defaults, a container runs under a
+// seccomp filter, with no_new_privs, and with its name as hostname.
+func TestContainerHardening(t *testing.T) {
+	r := newTestRuntime(t)
+	busybox := testenv.Image(t, Name, "busybox")
+	ctx := testContext(t)
+	name := "sbx-test-" + randHex(4)
+	track(t, r, name)
+	_, err := r.Run(ctx, runtime.RunSpec{Name: name, Image: busybox, Command: []string{"sleep", "600"}, Labels: map[string]string{testLabel: "1"}})
+	require.NoError(t, err)
+
+	res, err := r.Exec(ctx, name, runtime.ExecSpec{Cmd: []string{"sh", "-c", "grep -E '^(Seccomp|NoNewPrivs):' /proc/1/status; hostname"}})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+	out := string(res.Stdout)
+	assert.Regexp(t, `(?m)^Seccomp:\s+2$`, out, "a seccomp filter is in force")
+	assert.Regexp(t, `(?m)^NoNewPrivs:\s+1$`, out)
+	assert.Regexp(t, `(?m)^`+name+`$`, out, "hostname")
+}
+
+// TestRemoveOfAnImpossibleNameIsNoError: no container can be named so, so
+// there is nothing to remove.
+func TestRemoveOfAnImpossibleNameIsNoError(t *testing.T) {
+	r := newTestRuntime(t)
+	assert.NoError(t, r.Remove(testContext(t), "no spaces allowed"))
+}

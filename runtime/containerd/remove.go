@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/identifiers"
 	cerrdefs "github.com/containerd/errdefs"
 )
 
@@ -25,6 +26,9 @@ func (r *Runtime) Remove(ctx context.Context, ref string) error {
 }
 
 func (r *Runtime) remove(ctx context.Context, ref string) error {
+	if identifiers.Validate(ref) != nil {
+		return nil // no container can have that name
+	}
 	c, err := r.client.LoadContainer(ctx, ref)
 	if cerrdefs.IsNotFound(err) || (err == nil && c == nil) {
 		return nil

@@ -13,6 +13,7 @@ import (
 
 	cgroups "github.com/containerd/cgroups/v3"
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/contrib/seccomp"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -87,6 +88,9 @@ func specOpts(id string, img client.Image, cfg ocispec.ImageConfig, spec runtime
 		}
 		opts = append(opts, oci.WithRlimit(rl))
 	}
+	// Docker's default seccomp profile (containerd's copy of it), last: it
+	// allows what the spec's capabilities allow.
+	opts = append(opts, seccomp.WithDefaultProfile())
 	return opts, nil
 }
 
