@@ -39,15 +39,16 @@ func (Mongo) Container(cred Credentials) Container {
 const probeURLEnv = "SANDBOXER_PROBE_URL"
 
 // Probe connects with mongosh as the root user (auth database admin) and
-// runs ping, expecting 1. Short selection and connect timeouts keep one
-// attempt well under the poll interval's scale when the server is down.
+// runs ping, expecting 1. mongosh boots Node.js, which costs far more
+// than the ping, so one attempt waits up to 5 s for the server (the driver
+// re-checks it every 500 ms) rather than failing fast and booting again.
 func (Mongo) Probe(ep Endpoint, cred Credentials) []ProbeStep {
 	u := url.URL{
 		Scheme:   "mongodb",
 		User:     url.UserPassword(cred.User, cred.Password),
 		Host:     hostPort(ep),
 		Path:     "/admin",
-		RawQuery: "authSource=admin&directConnection=true&serverSelectionTimeoutMS=2000&connectTimeoutMS=2000",
+		RawQuery: "authSource=admin&directConnection=true&serverSelectionTimeoutMS=5000&connectTimeoutMS=2000",
 	}
 	return []ProbeStep{{
 		Cmd: []string{"mongosh", "--nodb", "--quiet", "--norc", "--eval",
