@@ -70,9 +70,23 @@ func docker(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "docker", args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(redactArgs(args), " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(stdout.String()), nil
+}
+
+// redactArgs masks the value of every VAR=value argument whose name says it
+// is a secret, so that a failed `docker run --env ...PASSWORD=...` never puts
+// a password into test output.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if k, _, ok := strings.Cut(a, "="); ok && (strings.Contains(strings.ToUpper(k), "PASSWORD") || strings.Contains(strings.ToUpper(k), "SECRET")) {
+			a = k + "=****"
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // standinImage returns the ref of stand-in name (SANDBOXER_IMAGE_<NAME>)
