@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
-# hack/env/containerd.sh up|down|build — a private containerd v2.4.2 for the
-# tests, next to (and never touching) the containerd that Docker runs.
+# hack/env/containerd.sh up|down|build — a private containerd for the tests,
+# next to (and never touching) the containerd that Docker runs.
+#
+# SANDBOXER_CONTAINERD picks the daemon:
+#   v2.4.2 (default)  built from source, see build;
+#   debian            Debian's packaged containerd (1.6.20 on bookworm), for a
+#                     second run of the suite against an older daemon.
+# Each has its own root (/var/lib/sandboxer/containerd[-debian]), state and
+# address (/run/sandboxer/containerd[-debian]/containerd.sock), PID file and
+# log (build/run/containerd[-debian].{pid,log}), so both can run at once.
 #
 # build: builds containerd, ctr and containerd-shim-runc-v2 v2.4.2 with
 #        `go install` in a throw-away GOPATH (never in our module), cached by
 #        version under ${SANDBOXER_CACHE:-$HOME/.cache/sandboxer}/containerd-v2.4.2/bin.
-# up:    build (cached), apt-get install runc and containernetworking-plugins
-#        when missing, write a private config (own root, state, gRPC address,
-#        shim socket dir; cri, podsandbox and nri plugins disabled), start the
-#        daemon when nothing answers on its address (PID in
-#        build/run/containerd.pid only then, log in build/run/containerd.log),
+# up:    build (cached; debian: apt-get install containerd), apt-get install
+#        runc, containernetworking-plugins, iptables and iproute2 when
+#        missing, write a private config (own root, state, gRPC address, shim
+#        socket dir; cri, podsandbox and nri plugins disabled), start the
+#        daemon when nothing answers on its address (PID file only then),
 #        poll until it answers, and print on stdout:
 #          CONTAINERD_ADDRESS=/run/sandboxer/containerd/containerd.sock
 #          CONTAINERD_NAMESPACE=sandboxer
 #          CONTAINERD_RUNC_ROOT=/run/sandboxer/containerd/runc
-# down:  only if `up` started the daemon: kills and deletes every task and
-#        container left in the sandboxer namespace, stops the daemon, and
-#        removes what tests' CNI networking left behind in our namespace of
-#        names: sbx-* bridges, iptables rules that mention them or our
-#        10.213.0.0/16 pool, the CNI chains that are then empty and unused,
-#        CNI result caches of sbx-* bridges, and the adapter's state dir
-#        (network definitions, IP allocations, logs). Idempotent.
+# down:  only if `up` started the daemon: removes every container left in the
+#        sandboxer namespace (through the adapter, so that each leaves its
+#        network; then with ctr), stops the daemon, and - unless the other
+#        flavour's daemon still runs - removes what tests' CNI networking left
+#        behind in our namespace of names: sbx-* bridges, iptables rules that
+#        mention them or our 10.213.0.0/16 pool, the CNI chains that are then
+#        empty and unused, the CNI result caches of our containers, and the
+#        adapter's state dir (network definitions, IP allocations, logs).
+# All idempotent. Logs go to stderr; stdout carries only KEY=VALUE lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . hack/env/lib.sh
@@ -31,8 +41,27 @@ MODULE=github.com/containerd/containerd/v2
 CACHE=${SANDBOXER_CACHE:-$HOME/.cache/sandboxer}/containerd-$VERSION
 BIN=$CACHE/bin
 NAMESPACE=sandboxer
-ROOT=/var/lib/sandboxer/containerd
-STATE=/run/sandboxer/containerd
+FLAVOUR=${SANDBOXER_CONTAINERD:-$VERSION}
+case "$FLAVOUR" in
+"$VERSION")
+	SUFFIX=""
+	OTHER_PIDFILE=build/run/containerd-debian.pid
+	CONTAINERD=$BIN/containerd
+	CTR=$BIN/ctr
+	;;
+debian)
+	SUFFIX=-debian
+	OTHER_PIDFILE=build/run/containerd.pid
+	CONTAINERD=/usr/bin/containerd
+	CTR=/usr/bin/ctr
+	;;
+*)
+	echo "SANDBOXER_CONTAINERD=$FLAVOUR: want $VERSION or debian" >&2
+	exit 2
+	;;
+esac
+ROOT=/var/lib/sandboxer/containerd$SUFFIX
+STATE=/run/sandboxer/containerd$SUFFIX
 ADDRESS=$STATE/containerd.sock
 RUNC_ROOT=$STATE/runc
 # The adapter's own state (network definitions, IPAM, task logs): must match
@@ -40,12 +69,12 @@ RUNC_ROOT=$STATE/runc
 ADAPTER_STATE=/run/sandboxer/containerd-adapter
 POOL_RE='10\.213\.'
 BRIDGE_PREFIX=sbx-
-PIDFILE=build/run/containerd.pid
-LOGFILE=build/run/containerd.log
-CONFIG=build/run/containerd.toml
+PIDFILE=build/run/containerd$SUFFIX.pid
+LOGFILE=build/run/containerd$SUFFIX.log
+CONFIG=build/run/containerd$SUFFIX.toml
 
-ctr_() { timeout 20 "$BIN/ctr" --address "$ADDRESS" --namespace "$NAMESPACE" "$@"; }
-answers() { [ -S "$ADDRESS" ] && timeout 5 "$BIN/ctr" --address "$ADDRESS" version >/dev/null 2>&1; }
+ctr_() { timeout 20 "$CTR" --address "$ADDRESS" --namespace "$NAMESPACE" "$@"; }
+answers() { [ -S "$ADDRESS" ] && timeout 5 "$CTR" --address "$ADDRESS" version >/dev/null 2>&1; }
 
 built() {
 	local b
@@ -73,7 +102,7 @@ build() {
 	modcache=$(go env GOMODCACHE)
 	(
 		cd "$tmp"
-		export GOPATH=$tmp/gopath GOBIN=$tmp/bin GOMODCACHE=$modcache GOFLAGS= GOTOOLCHAIN=local GO111MODULE=on
+		export GOPATH=$tmp/gopath GOBIN=$tmp/bin GOMODCACHE=$modcache GOFLAGS='' GOTOOLCHAIN=local GO111MODULE=on
 		go install -trimpath -tags no_btrfs -ldflags "$ldflags" \
 			"$MODULE/cmd/containerd@$VERSION" "$MODULE/cmd/ctr@$VERSION"
 		CGO_ENABLED=0 go install -trimpath -tags no_grpc -ldflags "$ldflags" \
@@ -89,6 +118,10 @@ build() {
 
 write_config() {
 	mkdir -p "$(dirname "$CONFIG")"
+	if [ "$FLAVOUR" = debian ]; then
+		write_config_v2
+		return
+	fi
 	cat >"$CONFIG.tmp" <<EOF
 # Written by hack/env/containerd.sh: a private containerd for sandboxer's tests.
 # Its own root, state, addresses and shim socket dir, so that it never
@@ -119,18 +152,46 @@ EOF
 	mv -f "$CONFIG.tmp" "$CONFIG"
 }
 
+# write_config_v2 is the same for containerd 1.x (config version 2, whose
+# shims put their sockets under /run/containerd/s, named by a hash of the
+# daemon's address: apart from everyone else's all the same).
+write_config_v2() {
+	cat >"$CONFIG.tmp" <<EOF
+# Written by hack/env/containerd.sh: a private containerd for sandboxer's tests.
+version = 2
+root = "$ROOT"
+state = "$STATE"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+
+[grpc]
+  address = "$ADDRESS"
+
+[ttrpc]
+  address = "$ADDRESS.ttrpc"
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "$ROOT/opt"
+EOF
+	mv -f "$CONFIG.tmp" "$CONFIG"
+}
+
 up() {
 	need_pkgs runc containernetworking-plugins iptables iproute2
-	build
+	if [ "$FLAVOUR" = debian ]; then
+		need_pkgs containerd
+	else
+		build
+	fi
 	if answers; then
 		log "containerd: already answering on $ADDRESS"
 	else
 		write_config
 		mkdir -p build/run "$ROOT" "$STATE" "$RUNC_ROOT"
-		log "containerd: starting $VERSION on $ADDRESS (log: $LOGFILE)"
+		log "containerd: starting $("$CONTAINERD" --version | awk '{print $3}') on $ADDRESS (log: $LOGFILE)"
 		# The shim is looked up next to the containerd binary, then in PATH.
-		PATH="$BIN:$PATH" start_daemon "$PIDFILE" "$LOGFILE" \
-			"$BIN/containerd" --config "$CONFIG" --log-level info
+		PATH="$(dirname "$CONTAINERD"):$PATH" start_daemon "$PIDFILE" "$LOGFILE" \
+			"$CONTAINERD" --config "$CONFIG" --log-level info
 		if ! wait_for "containerd on $ADDRESS" 60 answers; then
 			tail -n 30 "$LOGFILE" >&2
 			exit 1
@@ -152,10 +213,10 @@ remove_leftover_containers() {
 	answers || return 0
 	LEFTOVER_IDS=$(ctr_ containers ls -q 2>/dev/null || true)
 	[ -n "$LEFTOVER_IDS" ] || return 0
-	log "containerd: removing leftover containers: $(echo $LEFTOVER_IDS)"
-	swept=$(CONTAINERD_ADDRESS=$ADDRESS CONTAINERD_NAMESPACE=$NAMESPACE GOFLAGS= \
+	log "containerd: removing leftover containers: $(tr '\n' ' ' <<<"$LEFTOVER_IDS")"
+	swept=$(CONTAINERD_ADDRESS=$ADDRESS CONTAINERD_NAMESPACE=$NAMESPACE CONTAINERD_RUNC_ROOT=$RUNC_ROOT GOFLAGS='' \
 		go run ./runtime/containerd/internal/sweep) || log "containerd: the sweep failed; falling back to ctr"
-	[ -z "$swept" ] || log "containerd: swept $(echo $swept)"
+	[ -z "$swept" ] || log "containerd: swept $(tr '\n' ' ' <<<"$swept")"
 	for id in $(ctr_ tasks ls -q 2>/dev/null); do
 		ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true
 	done
@@ -191,7 +252,7 @@ clean_iptables() {
 		# portmap's per-container chains do nothing once nothing jumps there.
 		for chain in $(iptables -w -t "$table" -S | awk '$1=="-N" && $2 ~ /^CNI-DN-/ {print $2}'); do
 			if ! iptables -w -t "$table" -S | grep -qE -- "-j $chain( |\$)"; then
-				iptables -w -t "$table" -F "$chain" && iptables -w -t "$table" -X "$chain" || true
+				{ iptables -w -t "$table" -F "$chain" && iptables -w -t "$table" -X "$chain"; } || true
 			fi
 		done
 		changed=1
@@ -212,13 +273,13 @@ clean_iptables() {
 		for chain in CNI-HOSTPORT-MASQ CNI-HOSTPORT-SETMARK; do
 			iptables -w -t nat -S "$chain" >/dev/null 2>&1 || continue
 			delete_rules nat "^-A .* -j $chain( |\$)"
-			iptables -w -t nat -F "$chain" && iptables -w -t nat -X "$chain" || true
+			{ iptables -w -t nat -F "$chain" && iptables -w -t nat -X "$chain"; } || true
 		done
 	fi
 }
 
 clean_network() {
-	local dev f
+	local dev id
 	for dev in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$BRIDGE_PREFIX" || true); do
 		log "containerd: deleting bridge $dev"
 		ip link delete "$dev" || true
@@ -231,9 +292,9 @@ clean_network() {
 	# place); DEL removes them, so only interrupted tests leave some.
 	# Results are found by our address pool, or by a leftover container's id.
 	if [ -d /var/lib/cni/results ]; then
-		find /var/lib/cni/results -type f -exec grep -lE -- "$POOL_RE" {} + 2>/dev/null | xargs -r rm -f || true
+		find /var/lib/cni/results -type f -exec grep -lEZ -- "$POOL_RE" {} + 2>/dev/null | xargs -0r rm -f || true
 		for id in $LEFTOVER_IDS; do
-			find /var/lib/cni/results -type f -exec grep -l -- "\"containerId\":\"$id\"" {} + 2>/dev/null | xargs -r rm -f || true
+			find /var/lib/cni/results -type f -exec grep -lZ -- "\"containerId\":\"$id\"" {} + 2>/dev/null | xargs -0r rm -f || true
 		done
 	fi
 	# Network definitions, IP reservations and task logs: every container of
@@ -247,7 +308,11 @@ down() {
 		return 0
 	fi
 	remove_leftover_containers
-	stop_daemon "$PIDFILE" containerd
+	stop_daemon "$PIDFILE" "containerd$SUFFIX"
+	if [ -f "$OTHER_PIDFILE" ] && kill -0 "$(cat "$OTHER_PIDFILE")" 2>/dev/null; then
+		log "containerd: the other daemon ($OTHER_PIDFILE) still runs: networks left to its down"
+		return 0
+	fi
 	clean_network
 }
 
