@@ -103,6 +103,9 @@ build() {
 	(
 		cd "$tmp"
 		export GOPATH=$tmp/gopath GOBIN=$tmp/bin GOMODCACHE=$modcache GOFLAGS='' GOTOOLCHAIN=local GO111MODULE=on
+		# The daemon with the toolchain's default cgo setting (the Makefile
+		# exports CGO_ENABLED=0 for the Podman bindings), the shim without.
+		unset CGO_ENABLED
 		go install -trimpath -tags no_btrfs -ldflags "$ldflags" \
 			"$MODULE/cmd/containerd@$VERSION" "$MODULE/cmd/ctr@$VERSION"
 		CGO_ENABLED=0 go install -trimpath -tags no_grpc -ldflags "$ldflags" \
