@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/containerd"
+	"github.com/roboco/sandboxer/runtime/detect"
+)
+
+// doctorReport is what `doctor` found.
+type doctorReport struct {
+	Asked      string           `json:"asked"`
+	AskedBy    string           `json:"asked_by"`
+	Candidates []candidateJSON  `json:"candidates"`
+	Chosen     *candidateJSON   `json:"chosen"`
+	Reason     string           `json:"reason"`
+	Images     []imageCheckJSON `json:"images"`
+	Warnings   []string         `json:"warnings"`
+}
+
+type candidateJSON struct {
+	Runtime       string `json:"runtime"`
+	Endpoint      string `json:"endpoint"`
+	Namespace     string `json:"namespace,omitempty"`
+	Source        string `json:"source"`
+	Status        string `json:"status"`
+	Detail        string `json:"detail"`
+	Version       string `json:"version,omitempty"`
+	APIVersion    string `json:"api_version,omitempty"`
+	Rootless      bool   `json:"rootless,omitempty"`
+	CgroupVersion string `json:"cgroup_version,omitempty"`
+	Chosen        bool   `json:"chosen"`
+	ElapsedMillis int64  `json:"elapsed_ms"`
+}
+
+type imageCheckJSON struct {
+	Engine  string `json:"engine"`
+	Image   string `json:"image"`
+	Source  string `json:"source"`
+	Present bool   `json:"present"`
+	Error   string `json:"error,omitempty"`
+}
+
+func (a *app) doctorCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "doctor [--format text|json]",
+		Short: "Which runtimes answer, their versions, why one is chosen, which images are present",
+		Long: `Ping every runtime candidate (in the auto-detection order, or only the one
+--runtime / SANDBOXER_RUNTIME names), report whether each answered and its
+version, which one is chosen and why, whether each engine's image is
+present on it, and warnings (limits a rootless runtime cannot enforce,
+missing CNI plugins, images that would have to be pulled).
+Exits 3 when no runtime answered.`,
+		Args: cobra.NoArgs,
+		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
+			if format != "text" && format != "json" {
+				return usagef("--format %q: want text or json", format)
+			}
+			if err := checkOptions(a.provisionOptions()); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			opts := a.detectOptions()
+			opts.All = true
+			sel, derr := detect.Detect(ctx, opts)
+			if sel == nil {
+				return derr
+			}
+			if sel.Runtime != nil {
+				defer sel.Runtime.Close()
+			}
+			rep := a.diagnose(ctx, sel)
+			if format == "json" {
+				if err := writeJSON(a.io.Out, rep); err != nil {
+					return err
+				}
+			} else {
+				writeDoctor(a.io.Out, rep)
+			}
+			return derr
+		}),
+	}
+	cmd.Flags().StringVarP(&format, "format", "o", "text", "output: text or json")
+	return cmd
+}
+
+func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport {
+	rep := doctorReport{Asked: sel.Asked, AskedBy: sel.AskedBy, Reason: sel.Reason, Images: []imageCheckJSON{}, Warnings: []string{}}
+	for _, p := range sel.Probes {
+		c := candidateJSON{
+			Runtime: p.Runtime, Endpoint: p.Endpoint, Namespace: p.Namespace, Source: p.Source,
+			Status: string(p.Status), Detail: p.Describe(), ElapsedMillis: p.Elapsed.Milliseconds(),
+		}
+		if p.Status == detect.StatusAnswered {
+			c.Version, c.APIVersion, c.Rootless, c.CgroupVersion = p.Info.Version, p.Info.APIVersion, p.Info.Rootless, p.Info.CgroupVersion
+		}
+		if sel.Runtime != nil && p.Candidate == sel.Chosen.Candidate {
+			c.Chosen = true
+			cc := c
+			rep.Chosen = &cc
+		} else if p.Status == detect.StatusAnswered {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s at %s also answered; choose it with --runtime %s", p.Runtime, p.Endpoint, p.Runtime))
+		}
+		rep.Candidates = append(rep.Candidates, c)
+	}
+	if sel.Runtime == nil {
+		return rep
+	}
+	info := sel.Chosen.Info
+	if info.Rootless && info.CgroupVersion == "1" {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s runs rootless on cgroup v1: memory and CPU limits cannot be enforced, so sandboxes fail with %q (use cgroup v2 with delegated controllers, or a rootful runtime)", info.Runtime, runtime.ErrUnsupported))
+	} else if info.Rootless {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s runs rootless: limits need cgroup v2 with the memory, cpu and pids controllers delegated to the user", info.Runtime))
+	}
+	if sel.Chosen.Runtime == containerd.Name {
+		if os.Geteuid() != 0 {
+			rep.Warnings = append(rep.Warnings, "the containerd adapter needs root (CNI networking, runc): run sandboxer as root")
+		}
+		if !haveCNI() {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("no CNI bridge plugin in %v: install containernetworking-plugins", containerd.DefaultCNIPluginDirs))
+		}
+	}
+	for _, e := range a.describeEngines() {
+		ic := imageCheckJSON{Engine: e.Name, Image: e.Image, Source: e.ImageSource}
+		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ok, err := sel.Runtime.ImageExists(ictx, e.Image)
+		cancel()
+		switch {
+		case err != nil:
+			ic.Error = oneLine(err.Error())
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: cannot check image %s: %s", e.Name, e.Image, ic.Error))
+		case ok:
+			ic.Present = true
+		default:
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: image %s is not present: the first up pulls it (its registry must be reachable; set --image %s=REF or %s for a mirror)", e.Name, e.Image, e.Name, "SANDBOXER_IMAGE_"+upper(e.Name)))
+		}
+		rep.Images = append(rep.Images, ic)
+	}
+	return rep
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+func haveCNI() bool {
+	for _, d := range containerd.DefaultCNIPluginDirs {
+		if _, err := os.Stat(filepath.Join(d, "bridge")); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func writeDoctor(w io.Writer, rep doctorReport) {
+	fmt.Fprintf(w, "runtime asked for: %s (%s)\n", rep.Asked, rep.AskedBy)
+	fmt.Fprintln(w, "candidates, in order:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range rep.Candidates {
+		mark := ""
+		if c.Chosen {
+			mark = "\t<- chosen"
+		}
+		ep := c.Endpoint
+		if c.Namespace != "" {
+			ep += " (namespace " + c.Namespace + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", c.Runtime, ep, c.Source, c.Detail, mark)
+	}
+	tw.Flush()
+	if rep.Chosen != nil {
+		fmt.Fprintf(w, "chosen: %s at %s, version %s\n", rep.Chosen.Runtime, rep.Chosen.Endpoint, rep.Chosen.Version)
+		fmt.Fprintf(w, "why: %s\n", rep.Reason)
+		fmt.Fprintf(w, "images on %s:\n", rep.Chosen.Runtime)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, i := range rep.Images {
+			state := "present"
+			switch {
+			case i.Error != "":
+				state = "unknown: " + i.Error
+			case !i.Present:
+				state = "absent"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t(%s)\t%s\n", i.Engine, i.Image, i.Source, state)
+		}
+		tw.Flush()
+	} else {
+		fmt.Fprintf(w, "chosen: none\nwhy: %s\n", rep.Reason)
+	}
+	if len(rep.Warnings) > 0 {
+		fmt.Fprintln(w, "warnings:")
+		for _, s := range rep.Warnings {
+			fmt.Fprintf(w, "  - %s\n", s)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// listed is one sandbox as ls reports it.
+type listed struct {
+	Name   string `json:"name"`
+	ID     string `json:"id"`
+	Engine string `json:"engine"`
+	Image  string `json:"image"`
+	Owner  string `json:"owner"`
+	// OwnerPID is the owning process for sandboxes of `run` and the Go
+	// test helper (0: owned by a container).
+	OwnerPID   int               `json:"owner_pid,omitempty"`
+	State      runtime.State     `json:"state"`
+	Created    time.Time         `json:"created"`
+	AgeSeconds int64             `json:"age_seconds"`
+	Endpoint   *engines.Endpoint `json:"endpoint"`
+}
+
+func (a *app) lsCmd() *cobra.Command {
+	var owner, template, format string
+	cmd := &cobra.Command{
+		Use:   "ls [--owner ID] [--format table|json]",
+		Short: "List sandboxes with owner, engine, state, age and endpoint",
+		Long: `List the sandboxes of this label prefix (all owners, or one with --owner):
+name, engine, owner, state, age and the endpoint consumers connect to (the
+published port on the host, else the address on the container's network).`,
+		Args: cobra.NoArgs,
+		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
+			if format != "table" && format != "json" {
+				return usagef("--format %q: want table or json", format)
+			}
+			opts := a.provisionOptions()
+			opts.OwnerTemplate = template
+			if err := checkOptions(opts); err != nil {
+				return err
+			}
+			keys := provision.LabelKeys(a.labelPrefix)
+			selector := map[string]string{keys.Sandbox: "1"}
+			if owner != "" {
+				if _, err := provision.Validate(a.registry, owner, a.registry.Names()); err != nil {
+					return err
+				}
+				p, _ := provision.New(nil, opts)
+				selector[keys.Owner] = p.OwnerName(owner)
+			}
+			ctx := cmd.Context()
+			rt, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			ctrs, err := rt.List(ctx, selector)
+			if err != nil {
+				return fmt.Errorf("ls: %w", err)
+			}
+			now := time.Now()
+			rows := make([]listed, 0, len(ctrs))
+			for _, c := range ctrs {
+				rows = append(rows, a.listedOf(c, now))
+			}
+			slices.SortFunc(rows, func(x, y listed) int { return strings.Compare(x.Name, y.Name) })
+			if format == "json" {
+				return writeJSON(a.io.Out, rows)
+			}
+			return writeTable(a.io.Out, rows)
+		}),
+	}
+	ownerFlags(cmd.Flags(), &owner, &template, "only this owner id's sandboxes")
+	cmd.Flags().StringVarP(&format, "format", "o", "table", "output: table or json")
+	return cmd
+}
+
+// listedOf reads a sandbox's labels, state and endpoint.
+func (a *app) listedOf(c runtime.Container, now time.Time) listed {
+	engine := c.Labels[janitor.EngineLabel(a.labelPrefix)]
+	l := listed{
+		Name:    c.Name,
+		ID:      c.ID,
+		Engine:  engine,
+		Image:   c.Image,
+		Owner:   c.Labels[janitor.OwnerLabel(a.labelPrefix)],
+		State:   c.State,
+		Created: c.Created,
+	}
+	if pid, err := strconv.Atoi(c.Labels[janitor.OwnerLabel(a.labelPrefix)+".pid"]); err == nil {
+		l.OwnerPID = pid
+	}
+	if !c.Created.IsZero() {
+		l.AgeSeconds = int64(now.Sub(c.Created) / time.Second)
+	}
+	port := 0
+	if e, ok := a.registry.Lookup(engine); ok {
+		port = e.Spec().Port
+	}
+	for _, b := range c.Ports {
+		if (port == 0 || b.ContainerPort == port) && b.HostPort != 0 && (b.Protocol == "" || b.Protocol == "tcp") {
+			host := b.HostIP
+			if host == "" || net.ParseIP(host).IsUnspecified() {
+				host = runtime.DefaultHostIP
+			}
+			l.Endpoint = &engines.Endpoint{Host: host, Port: b.HostPort}
+			return l
+		}
+	}
+	if port != 0 {
+		for _, n := range slices.Sorted(maps.Keys(c.Networks)) {
+			if ip := c.Networks[n]; ip != "" {
+				l.Endpoint = &engines.Endpoint{Host: ip, Port: port}
+				break
+			}
+		}
+	}
+	return l
+}
+
+func writeTable(w io.Writer, rows []listed) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tENGINE\tOWNER\tSTATE\tAGE\tENDPOINT")
+	for _, r := range rows {
+		owner := r.Owner
+		if r.OwnerPID != 0 {
+			owner += fmt.Sprintf(" (pid %d)", r.OwnerPID)
+		}
+		if owner == "" {
+			owner = "-"
+		}
+		ep := "-"
+		if r.Endpoint != nil {
+			ep = net.JoinHostPort(r.Endpoint.Host, strconv.Itoa(r.Endpoint.Port))
+		}
+		engine := r.Engine
+		if engine == "" {
+			engine = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, engine, owner, r.State, humanAge(time.Duration(r.AgeSeconds)*time.Second), ep)
+	}
+	return tw.Flush()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// humanAge renders 42s, 5m, 3h, 2d.
+func humanAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+}

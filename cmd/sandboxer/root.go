@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/detect"
+)
+
+// Stdio are the streams a command reads and writes. Env output goes to Out;
+// logs, progress and errors to Err.
+type Stdio struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// app is one invocation: the streams, the environment, the global flags
+// and what is derived from them.
+type app struct {
+	io     Stdio
+	getenv func(string) string
+	sigs   *signalRouter
+	ctx    context.Context
+
+	// global flags
+	runtimeName         string
+	dockerHost          string
+	containerHost       string
+	containerdAddress   string
+	containerdNamespace string
+	images              []string
+	labelPrefix         string
+	envPrefix           string
+	memory              string
+	cpus                float64
+	quiet               bool
+	verbose             bool
+	logFormat           string
+
+	// derived in prepare
+	console     *console
+	log         *slog.Logger
+	memoryBytes int64
+	imageMap    map[string]string
+	registry    *engines.Registry
+}
+
+// Main runs the CLI with args (without the program name) and returns the
+// exit code. sigs routes SIGINT/SIGTERM (main wires the real signals; tests
+// may pass a router nothing delivers to).
+func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) string, sigs *signalRouter) int {
+	if sigs == nil {
+		sigs = newSignalRouter()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs.attach(cancel)
+	a := &app{io: stdio, getenv: getenv, sigs: sigs, ctx: ctx, registry: engines.Default}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdio.In)
+	root.SetOut(stdio.Out)
+	root.SetErr(stdio.Err)
+	err := root.ExecuteContext(ctx)
+	sig := sigs.signal()
+	code := exitCode(err, sig)
+	if err != nil && !a.started(root) && sig == nil {
+		// cobra's own errors (unknown command, wrong arguments) come
+		// before any command body ran.
+		code = ExitUsage
+	}
+	if err == nil {
+		return code
+	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return code
+	}
+	msg := oneLine(err.Error())
+	if sig != nil {
+		msg = fmt.Sprintf("interrupted by %s (%s)", signalName(sig), msg)
+	}
+	if code == ExitUsage && !a.started(root) {
+		msg += fmt.Sprintf(" (see %s --help)", commandPath(root, args))
+	}
+	fmt.Fprintln(stdio.Err, "sandboxer: "+msg)
+	return code
+}
+
+// started reports whether a command's RunE began (errors before it are
+// flag or argument errors).
+func (a *app) started(*cobra.Command) bool { return a.log != nil }
+
+// commandPath names the subcommand args asked for, for "see ... --help".
+func commandPath(root *cobra.Command, args []string) string {
+	c, _, err := root.Find(args)
+	if err != nil || c == nil {
+		return root.Name()
+	}
+	return c.CommandPath()
+}
+
+const rootLong = `sandboxer gives each agent, developer or CI job its own throwaway
+Postgres, Redis and Mongo, as sibling containers on Docker, Podman or
+containerd. Data lives on tmpfs; passwords are fresh per sandbox and only
+ever printed where env output is asked for.
+
+Runtime: --runtime auto (default; env SANDBOXER_RUNTIME) tries, in order,
+DOCKER_HOST, CONTAINER_HOST, the rootful and rootless Podman sockets, the
+Docker socket, then the containerd socket, pinging each; ` + "`sandboxer doctor`" + ` says
+which one won and why. Endpoints follow each ecosystem's conventions:
+DOCKER_HOST (--docker-host), CONTAINER_HOST (--container-host),
+CONTAINERD_ADDRESS / CONTAINERD_NAMESPACE (--containerd-address,
+--containerd-namespace).
+
+Images: each engine's default image, unless SANDBOXER_IMAGE_<ENGINE> or
+--image ENGINE=REF says otherwise (air-gapped hosts, private mirrors).
+
+` + exitCodesHelp
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:               "sandboxer",
+		Short:             "Throwaway Postgres/Redis/Mongo sandboxes as sibling containers",
+		Long:              rootLong,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	f := root.PersistentFlags()
+	f.StringVar(&a.runtimeName, "runtime", "", "container runtime: auto, docker, podman or containerd (env SANDBOXER_RUNTIME; default auto)")
+	f.StringVar(&a.dockerHost, "docker-host", "", "Docker endpoint (default DOCKER_HOST, else unix:///var/run/docker.sock)")
+	f.StringVar(&a.containerHost, "container-host", "", "Podman endpoint (default CONTAINER_HOST, else the rootful, then the rootless socket)")
+	f.StringVar(&a.containerdAddress, "containerd-address", "", "containerd socket (default CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
+	f.StringVar(&a.containerdNamespace, "containerd-namespace", "", "containerd namespace (default CONTAINERD_NAMESPACE, else sandboxer)")
+	f.StringArrayVar(&a.images, "image", nil, "ENGINE=REF: run ENGINE from REF (repeatable; env SANDBOXER_IMAGE_<ENGINE>)")
+	f.StringVar(&a.labelPrefix, "label-prefix", provision.DefaultLabelPrefix, "prefix of container names and labels")
+	f.StringVar(&a.envPrefix, "env-prefix", provision.DefaultEnvPrefix, "prefix of the emitted env variables")
+	f.StringVar(&a.memory, "memory", "512m", "memory limit per sandbox (bytes, or with a k, m or g suffix)")
+	f.Float64Var(&a.cpus, "cpus", provision.DefaultCPUs, "CPU quota per sandbox, in cores (fractional)")
+	f.BoolVarP(&a.quiet, "quiet", "q", false, "only errors on stderr, no progress")
+	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logs on stderr (never passwords)")
+	f.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
+	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
+
+	root.AddCommand(a.upCmd(), a.downCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd())
+	return root
+}
+
+// command wraps a subcommand's body: it checks the global flags, sets up
+// logging, then runs fn. Errors before fn are usage errors by construction.
+func (a *app) command(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := a.prepare(); err != nil {
+			return err
+		}
+		return fn(cmd, args)
+	}
+}
+
+// prepare validates the global flags and builds the logger.
+func (a *app) prepare() error {
+	switch a.logFormat {
+	case "text", "json":
+	default:
+		return usagef("--log-format %q: want text or json", a.logFormat)
+	}
+	n, err := parseSize(a.memory)
+	if err != nil {
+		return usagef("--memory %q: %v", a.memory, err)
+	}
+	a.memoryBytes = n
+	if a.cpus <= 0 {
+		return usagef("--cpus %v: must be positive", a.cpus)
+	}
+	a.imageMap, err = parseImages(a.registry, a.images)
+	if err != nil {
+		return &usageError{err}
+	}
+	if a.runtimeName != "" {
+		if _, _, err := detect.Choice(detect.Options{Runtime: a.runtimeName}); err != nil {
+			return usagef("--runtime %q: want auto, %s", a.runtimeName, strings.Join(detect.Runtimes, ", "))
+		}
+	} else if v := a.getenv(detect.EnvRuntime); v != "" {
+		if _, _, err := detect.Choice(detect.Options{Runtime: v}); err != nil {
+			return usagef("%s=%q: want auto, %s", detect.EnvRuntime, v, strings.Join(detect.Runtimes, ", "))
+		}
+	}
+
+	a.console = newConsole(a.io.Err)
+	level := slog.LevelInfo
+	switch {
+	case a.quiet:
+		level = slog.LevelError
+	case a.verbose:
+		level = slog.LevelDebug
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	if a.logFormat == "json" {
+		a.log = slog.New(slog.NewJSONHandler(a.console, hopts))
+	} else {
+		a.log = slog.New(slog.NewTextHandler(a.console, hopts))
+	}
+	return nil
+}
+
+// detectOptions are the runtime detection options from the global flags.
+func (a *app) detectOptions() detect.Options {
+	return detect.Options{
+		Runtime:             a.runtimeName,
+		DockerHost:          a.dockerHost,
+		ContainerHost:       a.containerHost,
+		ContainerdAddress:   a.containerdAddress,
+		ContainerdNamespace: a.containerdNamespace,
+		Getenv:              a.getenv,
+		Logger:              a.log,
+	}
+}
+
+// connect chooses and pings the runtime. The caller closes it.
+func (a *app) connect(ctx context.Context) (runtime.ContainerRuntime, error) {
+	sel, err := detect.Detect(ctx, a.detectOptions())
+	if err != nil {
+		return nil, err
+	}
+	a.log.Debug("runtime chosen", "runtime", sel.Chosen.Runtime, "endpoint", sel.Chosen.Endpoint, "version", sel.Chosen.Info.Version, "reason", sel.Reason)
+	return sel.Runtime, nil
+}
+
+// provisionOptions are the provisioner options from the global flags.
+func (a *app) provisionOptions() provision.Options {
+	return provision.Options{
+		Registry:    a.registry,
+		MemoryBytes: a.memoryBytes,
+		CPUs:        a.cpus,
+		Images:      a.imageMap,
+		Getenv:      a.getenv,
+		LabelPrefix: a.labelPrefix,
+		EnvPrefix:   a.envPrefix,
+		Logger:      a.log,
+	}
+}
+
+// checkOptions validates provisioner options before any runtime is
+// contacted, so that bad input is a usage error whatever the runtime's
+// state (provision.New checks options without talking to the runtime).
+func checkOptions(opts provision.Options) error {
+	_, err := provision.New(nil, opts)
+	return err
+}
+
+// ownerFlags adds --owner and --owner-template to cmd.
+func ownerFlags(f *pflag.FlagSet, owner, template *string, ownerHelp string) {
+	f.StringVar(owner, "owner", "", ownerHelp)
+	f.StringVar(template, "owner-template", provision.DefaultOwnerTemplate, "owner container name; {prefix} and {id} are replaced")
+}
+
+// parseImages reads --image ENGINE=REF values.
+func parseImages(reg *engines.Registry, vals []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range vals {
+		name, ref, ok := strings.Cut(v, "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		ref = strings.TrimSpace(ref)
+		switch {
+		case !ok || name == "" || ref == "":
+			return nil, fmt.Errorf("--image %q: want ENGINE=REF", v)
+		case !slices.Contains(reg.Names(), name):
+			return nil, fmt.Errorf("--image %q: unknown engine %q; valid engines: %s", v, name, strings.Join(reg.Names(), ", "))
+		case out[name] != "":
+			return nil, fmt.Errorf("--image %q: %s given twice", v, name)
+		}
+		out[name] = ref
+	}
+	return out, nil
+}
+
+// parseSize reads a byte count: a number with an optional binary unit
+// (b, k, m, g, t; "kb", "kib" and upper case accepted), as docker --memory.
+func parseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k':
+			mult = 1 << 10
+		case 'm':
+			mult = 1 << 20
+		case 'g':
+			mult = 1 << 30
+		case 't':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, errors.New("want a size such as 512m, 1g or 268435456")
+	}
+	if f <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	n := int64(f * float64(mult))
+	if n < 1<<20 {
+		return 0, errors.New("must be at least 1m")
+	}
+	return n, nil
+}
+
+// durationFlag parses a non-negative duration flag value.
+func durationFlag(name string, d time.Duration) error {
+	if d < 0 {
+		return usagef("--%s %s: must not be negative", name, d)
+	}
+	return nil
+}

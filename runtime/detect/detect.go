@@ -1,0 +1,452 @@
+// Package detect chooses the container runtime sandboxer talks to: the one
+// named explicitly (a flag or SANDBOXER_RUNTIME), or the first that answers
+// in a fixed auto-detection order. Every candidate is pinged before it is
+// chosen, and the Selection says why the chosen one won and what became of
+// the others, for error messages and `sandboxer doctor`.
+//
+// It is the one package that imports every adapter: the port (runtime)
+// cannot without an import cycle, and the lifecycle packages (provision,
+// janitor, engines) must not.
+//
+// Auto-detection order; a runtime whose endpoint is configured (DOCKER_HOST,
+// CONTAINER_HOST, CONTAINERD_ADDRESS, or the matching option) is only tried
+// there, as its own CLI would:
+//
+//  1. docker at DOCKER_HOST
+//  2. podman at CONTAINER_HOST
+//  3. podman's rootful socket, /run/podman/podman.sock
+//  4. podman's rootless socket, $XDG_RUNTIME_DIR/podman/podman.sock
+//  5. docker's socket, /var/run/docker.sock
+//  6. docker's rootless socket, $XDG_RUNTIME_DIR/docker.sock
+//  7. containerd at CONTAINERD_ADDRESS, else /run/containerd/containerd.sock
+//
+// A well-known socket that does not exist is reported absent and not pinged;
+// a configured endpoint is always pinged. An explicit runtime keeps only its
+// own candidates, in the same order.
+package detect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/containerd"
+	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/podman"
+)
+
+// Auto asks for auto-detection.
+const Auto = "auto"
+
+// Environment variables read when the matching option is empty.
+const (
+	// EnvRuntime names the runtime explicitly: auto, docker, podman or
+	// containerd.
+	EnvRuntime = "SANDBOXER_RUNTIME"
+	// EnvDockerHost is Docker's endpoint convention.
+	EnvDockerHost = "DOCKER_HOST"
+	// EnvContainerHost is Podman's endpoint convention.
+	EnvContainerHost = "CONTAINER_HOST"
+	// EnvContainerdAddress and EnvContainerdNamespace are containerd's.
+	EnvContainerdAddress   = containerd.EnvAddress
+	EnvContainerdNamespace = containerd.EnvNamespace
+)
+
+// Well-known sockets.
+const (
+	// RootfulPodmanSocket is where a rootful Podman service listens.
+	RootfulPodmanSocket = "/run/podman/podman.sock"
+	// DockerSocket is where dockerd listens by default.
+	DockerSocket = "/var/run/docker.sock"
+)
+
+// DefaultPingTimeout bounds each candidate's ping.
+const DefaultPingTimeout = 3 * time.Second
+
+// Runtimes are the names an explicit choice may use, in no particular
+// order of preference.
+var Runtimes = []string{docker.Name, podman.Name, containerd.Name}
+
+// ErrUnknownRuntime: the runtime named explicitly is none of Runtimes (and
+// not Auto). It is an input error.
+var ErrUnknownRuntime = errors.New("unknown runtime")
+
+// UnavailableError is Detect's error when no candidate answered. It matches
+// runtime.ErrUnavailable; its message is Selection.Reason, one line.
+type UnavailableError struct {
+	Reason string
+}
+
+func (e *UnavailableError) Error() string { return e.Reason }
+
+// Is makes an UnavailableError match runtime.ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == runtime.ErrUnavailable }
+
+// Candidate is one runtime endpoint detection may choose.
+type Candidate struct {
+	// Runtime is the adapter's name: "docker", "podman" or "containerd".
+	Runtime string
+	// Endpoint is the address, as the adapter takes it
+	// ("unix:///var/run/docker.sock", "tcp://...", or a socket path for
+	// containerd).
+	Endpoint string
+	// Namespace is the containerd namespace ("" : the adapter's default).
+	Namespace string
+	// Source says why it is a candidate: "DOCKER_HOST", "--docker-host",
+	// "rootful Podman socket", ...
+	Source string
+	// Socket is a local socket to look for before pinging; "" for a
+	// configured endpoint, which is always pinged.
+	Socket string
+}
+
+// String renders "docker at unix:///var/run/docker.sock (DOCKER_HOST)".
+func (c Candidate) String() string {
+	s := c.Runtime + " at " + c.Endpoint
+	if c.Namespace != "" {
+		s += " namespace " + c.Namespace
+	}
+	return s + " (" + c.Source + ")"
+}
+
+// Status is what became of a candidate.
+type Status string
+
+// Statuses.
+const (
+	// StatusAnswered: the ping succeeded.
+	StatusAnswered Status = "answered"
+	// StatusFailed: the ping (or connecting) failed; Probe.Err says why.
+	StatusFailed Status = "failed"
+	// StatusAbsent: its well-known socket does not exist; not pinged.
+	StatusAbsent Status = "absent"
+	// StatusNotTried: an earlier candidate answered first; not pinged.
+	StatusNotTried Status = "not tried"
+)
+
+// Probe is one candidate and its outcome.
+type Probe struct {
+	Candidate
+	Status Status
+	// Info is what the runtime reported (StatusAnswered).
+	Info runtime.Info
+	// Err is why it failed (StatusFailed).
+	Err error
+	// Elapsed is how long the ping took.
+	Elapsed time.Duration
+}
+
+// Describe renders the outcome on one line, for messages and doctor.
+func (p Probe) Describe() string {
+	switch p.Status {
+	case StatusAnswered:
+		v := p.Info.Runtime + " " + p.Info.Version
+		if p.Info.APIVersion != "" {
+			v += ", API " + p.Info.APIVersion
+		}
+		if p.Info.CgroupVersion != "" {
+			v += ", cgroup v" + p.Info.CgroupVersion
+		}
+		if p.Info.Rootless {
+			v += ", rootless"
+		}
+		return "answered: " + v
+	case StatusFailed:
+		return "failed: " + oneLine(p.Err)
+	case StatusAbsent:
+		return "absent: no socket at " + p.Socket
+	default:
+		return string(p.Status)
+	}
+}
+
+// Options steer detection. The zero value auto-detects from the process
+// environment and the well-known sockets, with the real adapters.
+type Options struct {
+	// Runtime is Auto, "" (read SANDBOXER_RUNTIME, then Auto) or one of
+	// Runtimes.
+	Runtime string
+	// DockerHost, ContainerHost, ContainerdAddress and ContainerdNamespace
+	// are endpoints given explicitly (the CLI's flags); empty ones are read
+	// from DOCKER_HOST, CONTAINER_HOST, CONTAINERD_ADDRESS and
+	// CONTAINERD_NAMESPACE.
+	DockerHost          string
+	ContainerHost       string
+	ContainerdAddress   string
+	ContainerdNamespace string
+
+	// All pings every candidate, even after one answered (for doctor). The
+	// first that answered is still the one chosen.
+	All bool
+	// PingTimeout bounds each ping (default DefaultPingTimeout).
+	PingTimeout time.Duration
+	// Logger receives one debug line per candidate (default: none) and is
+	// handed to the adapters.
+	Logger *slog.Logger
+
+	// Getenv reads the environment (default os.Getenv).
+	Getenv func(string) string
+	// SocketExists reports whether a unix socket exists at path (default:
+	// os.Stat says it is a socket).
+	SocketExists func(path string) bool
+	// Connect makes the runtime for a candidate (default: the adapters).
+	// It must not contact the runtime; Detect pings it.
+	Connect func(Candidate, *slog.Logger) (runtime.ContainerRuntime, error)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.SocketExists == nil {
+		o.SocketExists = socketExists
+	}
+	if o.Connect == nil {
+		o.Connect = Connect
+	}
+	if o.PingTimeout <= 0 {
+		o.PingTimeout = DefaultPingTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Choice resolves the runtime name asked for (option, then SANDBOXER_RUNTIME,
+// then Auto) and where that came from ("--runtime", "SANDBOXER_RUNTIME" or
+// "default"). A name that is not Auto or one of Runtimes is an error
+// matching ErrUnknownRuntime.
+func Choice(opts Options) (name, source string, err error) {
+	opts = opts.withDefaults()
+	name, source = opts.Runtime, "--runtime"
+	if name == "" {
+		name, source = opts.Getenv(EnvRuntime), EnvRuntime
+	}
+	if name == "" {
+		name, source = Auto, "default"
+	}
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name != Auto && !slices.Contains(Runtimes, name) {
+		return "", source, fmt.Errorf("detect: %s %q: %w (want %s or %s)", source, name, ErrUnknownRuntime, Auto, strings.Join(Runtimes, ", "))
+	}
+	return name, source, nil
+}
+
+// Candidates lists, in order, the endpoints detection would try. It does not
+// look at sockets or contact anything.
+func Candidates(opts Options) ([]Candidate, error) {
+	opts = opts.withDefaults()
+	name, _, err := Choice(opts)
+	if err != nil {
+		return nil, err
+	}
+	env := func(value, flag, key string) (string, string) {
+		if value != "" {
+			return value, flag
+		}
+		return opts.Getenv(key), key
+	}
+	dockerHost, dockerSrc := env(opts.DockerHost, "--docker-host", EnvDockerHost)
+	podmanHost, podmanSrc := env(opts.ContainerHost, "--container-host", EnvContainerHost)
+	ctrdAddr, ctrdSrc := env(opts.ContainerdAddress, "--containerd-address", EnvContainerdAddress)
+	ctrdNS, _ := env(opts.ContainerdNamespace, "", EnvContainerdNamespace)
+	runDir := opts.Getenv("XDG_RUNTIME_DIR")
+	if runDir == "" {
+		runDir = fmt.Sprintf("/run/user/%d", os.Geteuid())
+	}
+
+	var all []Candidate
+	add := func(c Candidate) { all = append(all, c) }
+	if dockerHost != "" {
+		add(Candidate{Runtime: docker.Name, Endpoint: dockerHost, Source: dockerSrc})
+	}
+	if podmanHost != "" {
+		add(Candidate{Runtime: podman.Name, Endpoint: podmanHost, Source: podmanSrc})
+	} else {
+		rootless := filepath.Join(runDir, "podman", "podman.sock")
+		add(Candidate{Runtime: podman.Name, Endpoint: "unix://" + RootfulPodmanSocket, Source: "rootful Podman socket", Socket: RootfulPodmanSocket})
+		add(Candidate{Runtime: podman.Name, Endpoint: "unix://" + rootless, Source: "rootless Podman socket", Socket: rootless})
+	}
+	if dockerHost == "" {
+		rootless := filepath.Join(runDir, "docker.sock")
+		add(Candidate{Runtime: docker.Name, Endpoint: "unix://" + DockerSocket, Source: "Docker socket", Socket: DockerSocket})
+		add(Candidate{Runtime: docker.Name, Endpoint: "unix://" + rootless, Source: "rootless Docker socket", Socket: rootless})
+	}
+	if ctrdAddr != "" {
+		add(Candidate{Runtime: containerd.Name, Endpoint: ctrdAddr, Namespace: ctrdNS, Source: ctrdSrc})
+	} else {
+		add(Candidate{Runtime: containerd.Name, Endpoint: containerd.DefaultAddress, Namespace: ctrdNS, Source: "containerd socket", Socket: containerd.DefaultAddress})
+	}
+
+	out := all[:0:0]
+	seen := map[string]bool{}
+	for _, c := range all {
+		key := c.Runtime + " " + c.Endpoint
+		if (name != Auto && c.Runtime != name) || seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Selection is the outcome of Detect.
+type Selection struct {
+	// Runtime is the chosen runtime, connected (nil when none answered).
+	// The caller closes it.
+	Runtime runtime.ContainerRuntime
+	// Chosen is its probe (zero when none answered).
+	Chosen Probe
+	// Probes are every candidate, in order, with its outcome.
+	Probes []Probe
+	// Asked is the runtime name asked for (Auto or one of Runtimes) and
+	// AskedBy where that came from ("--runtime", "SANDBOXER_RUNTIME",
+	// "default").
+	Asked, AskedBy string
+	// Reason says why the chosen runtime won, or why none did.
+	Reason string
+}
+
+// Detect pings the candidates in order and chooses the first that answers.
+// When none answers, the error matches runtime.ErrUnavailable and says, on
+// one line, what became of each candidate; the Selection still lists them.
+// An unknown runtime name is an error matching ErrUnknownRuntime.
+func Detect(ctx context.Context, opts Options) (*Selection, error) {
+	opts = opts.withDefaults()
+	asked, askedBy, err := Choice(opts)
+	if err != nil {
+		return nil, err
+	}
+	cands, err := Candidates(opts)
+	if err != nil {
+		return nil, err
+	}
+	sel := &Selection{Asked: asked, AskedBy: askedBy}
+	for _, c := range cands {
+		p := Probe{Candidate: c}
+		switch {
+		case sel.Runtime != nil && !opts.All:
+			p.Status = StatusNotTried
+		case c.Socket != "" && !opts.SocketExists(c.Socket):
+			p.Status = StatusAbsent
+		default:
+			rt := ping(ctx, opts, &p)
+			if rt != nil && sel.Runtime == nil {
+				sel.Runtime, sel.Chosen = rt, p
+			} else if rt != nil {
+				rt.Close()
+			}
+		}
+		opts.Logger.Debug("runtime candidate", "runtime", c.Runtime, "endpoint", c.Endpoint, "source", c.Source, "status", string(p.Status), "detail", p.Describe())
+		sel.Probes = append(sel.Probes, p)
+	}
+	sel.Reason = sel.reason()
+	if sel.Runtime == nil {
+		return sel, &UnavailableError{Reason: sel.Reason}
+	}
+	return sel, nil
+}
+
+// ping connects to and pings one candidate, filling p. It returns the
+// runtime when it answered.
+func ping(ctx context.Context, opts Options, p *Probe) runtime.ContainerRuntime {
+	start := time.Now()
+	defer func() { p.Elapsed = time.Since(start) }()
+	rt, err := opts.Connect(p.Candidate, opts.Logger)
+	if err != nil {
+		p.Status, p.Err = StatusFailed, err
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, opts.PingTimeout)
+	defer cancel()
+	info, err := rt.Version(pctx)
+	if err != nil {
+		rt.Close()
+		p.Status, p.Err = StatusFailed, err
+		return nil
+	}
+	p.Status, p.Info = StatusAnswered, info
+	return rt
+}
+
+// reason explains the outcome in one line.
+func (s *Selection) reason() string {
+	var before []string
+	for _, p := range s.Probes {
+		if s.Runtime != nil && p.Candidate == s.Chosen.Candidate {
+			break
+		}
+		switch p.Status {
+		case StatusAbsent:
+			before = append(before, fmt.Sprintf("%s absent (%s)", p.Source, p.Socket))
+		case StatusFailed:
+			before = append(before, fmt.Sprintf("%s %s failed: %s", p.Source, p.Endpoint, oneLine(p.Err)))
+		}
+	}
+	if s.Runtime == nil {
+		what := "no container runtime answered"
+		if s.Asked != Auto {
+			what = fmt.Sprintf("%s (asked for by %s) did not answer", s.Asked, s.AskedBy)
+		}
+		if len(before) == 0 {
+			return what + ": no candidate"
+		}
+		return what + ": " + strings.Join(before, "; ")
+	}
+	c := s.Chosen
+	var why string
+	if s.Asked != Auto {
+		why = fmt.Sprintf("%s asked for by %s; %s answered there", s.Asked, s.AskedBy, c.Endpoint)
+	} else {
+		why = fmt.Sprintf("first to answer in the auto-detection order: %s", c.Candidate)
+	}
+	why += " (" + c.Info.Runtime + " " + c.Info.Version + ")"
+	if len(before) > 0 {
+		why += "; before it: " + strings.Join(before, "; ")
+	}
+	return why
+}
+
+// Connect makes the adapter for c without contacting it: docker.New,
+// podman.New or containerd.New with c's endpoint (and namespace).
+func Connect(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	switch c.Runtime {
+	case docker.Name:
+		return docker.New(docker.WithHost(c.Endpoint), docker.WithLogger(logger))
+	case podman.Name:
+		return podman.New(podman.WithHost(c.Endpoint), podman.WithLogger(logger))
+	case containerd.Name:
+		opts := []containerd.Option{containerd.WithAddress(strings.TrimPrefix(c.Endpoint, "unix://")), containerd.WithLogger(logger)}
+		if c.Namespace != "" {
+			opts = append(opts, containerd.WithNamespace(c.Namespace))
+		}
+		return containerd.New(opts...)
+	default:
+		return nil, fmt.Errorf("detect: connect %q: %w", c.Runtime, ErrUnknownRuntime)
+	}
+}
+
+func socketExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&fs.ModeSocket != 0
+}
+
+func oneLine(err error) string {
+	if err == nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

@@ -1,0 +1,226 @@
+// Package sandboxtest gives Go tests throwaway Postgres, Redis and Mongo:
+// the peer of testcontainers' modules, on Docker, Podman or containerd, and
+// without a reaper sidecar.
+//
+//	func TestStore(t *testing.T) {
+//		sb := sandboxtest.Postgres(t)
+//		db, err := pgx.Connect(ctx, sb.DSN("postgres"))
+//		...
+//	}
+//
+// Each call provisions in host mode (ports published on 127.0.0.1) for a
+// generated owner id, with the engines' readiness probes passed before it
+// returns. The sandboxes are owned by the test process (the janitor's
+// process-owner labels): a janitor or `sandboxer gc` leaves them alone while
+// the test binary runs and removes them if it dies without cleaning up.
+// Normally they are torn down by t.Cleanup.
+//
+// The runtime is auto-detected as the CLI does it (SANDBOXER_RUNTIME,
+// DOCKER_HOST, CONTAINER_HOST, the well-known sockets; see runtime/detect),
+// and images are overridden by the same SANDBOXER_IMAGE_<ENGINE> variables.
+// When no runtime answers, the test is skipped, or fails when
+// SANDBOXER_REQUIRE is set (CI, where a missing runtime is a failure).
+package sandboxtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/detect"
+)
+
+// EnvRequire names the variable that turns "no runtime" from a skip into a
+// failure (any non-empty value).
+const EnvRequire = "SANDBOXER_REQUIRE"
+
+// teardownTimeout bounds the cleanup's teardown.
+const teardownTimeout = 60 * time.Second
+
+// Options tune Start. The zero value is the default: auto-detected runtime,
+// label prefix "roboco", env prefix "ROBOCO_TEST", images from the engines
+// or SANDBOXER_IMAGE_<ENGINE>.
+type Options struct {
+	// Detect chooses the runtime (zero: auto-detection from the
+	// environment).
+	Detect detect.Options
+	// LabelPrefix prefixes container names and labels.
+	LabelPrefix string
+	// EnvPrefix prefixes the emitted env.
+	EnvPrefix string
+	// Images overrides engines' images by engine name.
+	Images map[string]string
+	// MemoryBytes and CPUs limit each sandbox (zero: the provisioner's
+	// defaults, 512 MiB and 1 CPU).
+	MemoryBytes int64
+	CPUs        float64
+	// ReadyTimeout replaces the engines' readiness deadlines when set.
+	ReadyTimeout time.Duration
+	// Timeout bounds the whole provision (default 5 minutes, for a pull).
+	Timeout time.Duration
+}
+
+// Sandbox is a provisioned set of services: the env consumers read (with
+// Lookup, Map and Environ from provision.Sandbox), the containers, and the
+// DSN of each service.
+type Sandbox struct {
+	provision.Sandbox
+	// Runtime is the runtime the sandboxes run on ("docker", ...).
+	Runtime string
+
+	t         testing.TB
+	registry  *engines.Registry
+	envPrefix string
+}
+
+// Postgres starts a postgres sandbox; its DSN is sb.DSN("postgres").
+func Postgres(t testing.TB) *Sandbox { t.Helper(); return Start(t, "postgres") }
+
+// Redis starts a redis sandbox; its URL is sb.DSN("redis").
+func Redis(t testing.TB) *Sandbox { t.Helper(); return Start(t, "redis") }
+
+// Mongo starts a mongo sandbox; its URL is sb.DSN("mongo").
+func Mongo(t testing.TB) *Sandbox { t.Helper(); return Start(t, "mongo") }
+
+// Start provisions services with the default options.
+func Start(t testing.TB, services ...string) *Sandbox {
+	t.Helper()
+	return StartWith(t, Options{}, services...)
+}
+
+// StartWith provisions services with opts and registers their teardown on
+// t.Cleanup. It ends the test when that is not possible: a skip when no
+// runtime answers (a failure under SANDBOXER_REQUIRE), a failure for bad
+// input or a provisioning failure.
+func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
+	t.Helper()
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	prefix := opts.LabelPrefix
+	if prefix == "" {
+		prefix = provision.DefaultLabelPrefix
+	}
+	envPrefix := opts.EnvPrefix
+	if envPrefix == "" {
+		envPrefix = provision.DefaultEnvPrefix
+	}
+	labels, err := janitor.ProcessOwnerLabels(prefix)
+	if err != nil {
+		// Not Linux: the sandboxes are then only the cleanup's to remove.
+		t.Logf("sandboxtest: no process identity (%v): a janitor will not recognise this test as the owner", err)
+		labels = map[string]string{}
+	}
+	labels[prefix+".sandboxtest.test"] = labelValue(t.Name())
+	popts := provision.Options{
+		Images:       opts.Images,
+		LabelPrefix:  prefix,
+		EnvPrefix:    envPrefix,
+		MemoryBytes:  opts.MemoryBytes,
+		CPUs:         opts.CPUs,
+		ReadyTimeout: opts.ReadyTimeout,
+		Labels:       labels,
+	}
+	if _, err := provision.New(nil, popts); err != nil {
+		t.Fatalf("sandboxtest: %v", err)
+	}
+
+	sel, err := detect.Detect(ctx, opts.Detect)
+	if err != nil {
+		if errors.Is(err, runtime.ErrUnavailable) && os.Getenv(EnvRequire) == "" {
+			t.Skipf("sandboxtest: no container runtime: %v", err)
+		}
+		t.Fatalf("sandboxtest: %v", err)
+	}
+	rt := sel.Runtime
+	p, err := provision.New(rt, popts)
+	if err != nil {
+		rt.Close()
+		t.Fatalf("sandboxtest: %v", err)
+	}
+	id := "test-" + randomHex(5)
+	sb, err := p.Provision(ctx, id, services)
+	if err != nil {
+		rt.Close()
+		t.Fatalf("sandboxtest: on %s: %v", rt.Name(), err)
+	}
+	t.Cleanup(func() {
+		defer rt.Close()
+		tctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
+		defer cancel()
+		if _, err := p.Teardown(tctx, id); err != nil {
+			t.Errorf("sandboxtest: teardown: %v", err)
+		}
+	})
+	return &Sandbox{Sandbox: sb, Runtime: rt.Name(), t: t, registry: engines.Default, envPrefix: envPrefix}
+}
+
+// DSN returns the connection URL of service (its <P>_..._URL variable:
+// postgres://, redis://, mongodb://), with the credentials in it. The test
+// fails when the sandbox has no such service.
+func (s *Sandbox) DSN(service string) string {
+	s.t.Helper()
+	for _, c := range s.Containers {
+		if c.Engine != service {
+			continue
+		}
+		e, ok := s.registry.Lookup(service)
+		if !ok {
+			break
+		}
+		for _, v := range e.Env(s.envPrefix, c.Endpoint, engines.Credentials{}) {
+			if strings.HasSuffix(v.Name, "_URL") {
+				if url, ok := s.Lookup(v.Name); ok {
+					return url
+				}
+			}
+		}
+	}
+	s.t.Fatalf("sandboxtest: no %s in this sandbox (it has %s)", service, s.Sandbox)
+	return ""
+}
+
+// Getenv returns one emitted variable ("" when absent).
+func (s *Sandbox) Getenv(name string) string {
+	v, _ := s.Lookup(name)
+	return v
+}
+
+// Setenv sets every emitted variable in the process environment for the
+// rest of the test (t.Setenv: not allowed in parallel tests), for code
+// under test that reads ROBOCO_TEST_* itself.
+func (s *Sandbox) Setenv() {
+	s.t.Helper()
+	for _, v := range s.Env {
+		s.t.Setenv(v.Name, v.Value)
+	}
+}
+
+// labelValue keeps a test name usable as a label value.
+func labelValue(name string) string {
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	return name
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
