@@ -1,0 +1,278 @@
+package podman
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// These tests prove what is particular to this adapter (how a spec lands in
+// the service, rlimit clamping, how failures are cleaned up and
+// classified); the semantics shared by every backend are proven by
+// conformance_test.go.
+
+func TestVersion(t *testing.T) {
+	r := newTestRuntime(t)
+	info, err := r.Version(testCtx(t))
+	require.NoError(t, err)
+	assert.Equal(t, Name, info.Runtime)
+	assert.Equal(t, r.Endpoint(), info.Endpoint)
+	assert.NotEmpty(t, info.Version)
+	assert.Regexp(t, `^\d+\.\d+`, info.APIVersion)
+	assert.Contains(t, []string{"1", "2"}, info.CgroupVersion)
+}
+
+// storedSpec is the part of an inspect that shows what the service made of
+// a spec.
+type storedSpec struct {
+	Config struct {
+		Env []string `json:"Env"`
+	} `json:"Config"`
+	HostConfig struct {
+		Memory    int64 `json:"Memory"`
+		CPUQuota  int64 `json:"CpuQuota"`
+		CPUPeriod int64 `json:"CpuPeriod"`
+		PidsLimit int64 `json:"PidsLimit"`
+		Ulimits   []struct {
+			Name string `json:"Name"`
+			Soft uint64 `json:"Soft"`
+			Hard uint64 `json:"Hard"`
+		} `json:"Ulimits"`
+		Binds []string `json:"Binds"`
+	} `json:"HostConfig"`
+}
+
+func TestRunHonoursTheSpec(t *testing.T) {
+	r := newTestRuntime(t)
+	ctx := testCtx(t)
+	img := busybox(t, r)
+	labels := testLabels(t, r)
+	netName := "sandboxer-test-net-" + randomSuffix(t)
+	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: netName, Labels: labels})
+	require.NoError(t, err)
+	// Registered after testLabels' cleanup, so it runs first: remove the
+	// containers, then the network they use.
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if cs, err := r.List(cctx, labels); err == nil {
+			for _, c := range cs {
+				_ = r.Remove(cctx, c.ID)
+			}
+		}
+		assert.NoError(t, r.RemoveNetwork(cctx, netName))
+	})
+
+	spec := sleeper(img, "sandboxer-test-spec-"+randomSuffix(t), labels)
+	spec.Env = map[string]string{"SBX_A": "1", "SBX_B": "two words"}
+	spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m"}
+	spec.MemoryBytes = 64 << 20
+	spec.CPUs = 0.5
+	spec.PidsLimit = 64
+	spec.Ulimits = []runtime.Ulimit{{Name: "nofile", Soft: 1024, Hard: 2048}}
+	spec.Network = netName
+	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
+
+	before := time.Now().Add(-time.Minute)
+	c, err := r.Run(ctx, spec)
+	require.NoError(t, err)
+
+	t.Run("ReportedByRun", func(t *testing.T) {
+		assert.NotEmpty(t, c.ID)
+		assert.Equal(t, spec.Name, c.Name)
+		assert.Equal(t, img, c.Image)
+		for k, v := range labels {
+			assert.Equal(t, v, c.Labels[k], "label %s (the image's own labels come along, as with Docker)", k)
+		}
+		assert.Equal(t, runtime.StateRunning, c.State)
+		assert.True(t, c.Created.After(before), "created %v", c.Created)
+		assert.NotEmpty(t, c.Networks[netName], "address on %s", netName)
+		require.Len(t, c.Ports, 1)
+		assert.Equal(t, runtime.PortBinding{ContainerPort: 8080, Protocol: "tcp", HostIP: runtime.DefaultHostIP, HostPort: c.Ports[0].HostPort}, c.Ports[0])
+		assert.Positive(t, c.Ports[0].HostPort, "ephemeral port reported")
+		assert.Equal(t, []runtime.Mount{{Type: "tmpfs", Source: "tmpfs", Destination: "/scratch"}}, c.Mounts)
+		assert.False(t, c.Privileged)
+	})
+
+	t.Run("StoredByTheService", func(t *testing.T) {
+		var got storedSpec
+		require.NoError(t, apiGet(t, ctx, r, "/containers/%s/json", &got, c.ID))
+		hc := got.HostConfig
+		assert.Equal(t, int64(64<<20), hc.Memory)
+		assert.Equal(t, int64(50_000), hc.CPUQuota)
+		assert.Equal(t, int64(100_000), hc.CPUPeriod)
+		assert.Equal(t, int64(64), hc.PidsLimit)
+		assert.Empty(t, hc.Binds, "no host path is mounted")
+		ulimits := map[string][2]uint64{}
+		for _, u := range hc.Ulimits {
+			ulimits[u.Name] = [2]uint64{u.Soft, u.Hard}
+		}
+		assert.Equal(t, [2]uint64{1024, 2048}, ulimits["RLIMIT_NOFILE"])
+		assert.Contains(t, got.Config.Env, "SBX_B=two words")
+		for _, e := range got.Config.Env {
+			assert.NotRegexp(t, `(?i)^(https?|no|ftp)_proxy=`, e, "the service's proxy settings are not copied in")
+		}
+	})
+}
+
+// TestFailedStartLeavesNothing: a container whose start fails is removed
+// before Run returns, and the next Run with published ports works.
+//
+// Podman 4.3 binds a container's host ports in the service process before
+// the start and, when the start fails, only lets go of them when that
+// process next collects garbage (up to about two minutes later), container
+// removed or not. An ephemeral host port (what the provisioner asks for)
+// is a fresh one on every run, so that does not matter to it; a fixed
+// host port may stay busy that long after a failed start.
+func TestFailedStartLeavesNothing(t *testing.T) {
+	r := newTestRuntime(t)
+	ctx := testCtx(t)
+	img := busybox(t, r)
+	labels := testLabels(t, r)
+	ports := []runtime.PortSpec{{ContainerPort: 8080}}
+
+	bad := sleeper(img, "sandboxer-test-badstart-"+randomSuffix(t), labels)
+	bad.Command = []string{"/nonexistent/binary"}
+	bad.Ports = ports
+	_, err := r.Run(ctx, bad)
+	require.Error(t, err, "a start that cannot exec its command fails")
+	var re *runtime.Error
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, opRun, re.Op)
+	assert.Contains(t, err.Error(), bad.Name)
+
+	_, err = r.Inspect(ctx, bad.Name)
+	assert.ErrorIs(t, err, runtime.ErrNotFound, "the failed container was removed")
+	left, err := r.List(ctx, labels)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+
+	good := sleeper(img, "sandboxer-test-goodstart-"+randomSuffix(t), labels)
+	good.Ports = ports
+	c, err := r.Run(ctx, good)
+	require.NoError(t, err)
+	require.Len(t, c.Ports, 1)
+	assert.Positive(t, c.Ports[0].HostPort)
+}
+
+func TestRunOnAbsentNetworkIsNotFound(t *testing.T) {
+	r := newTestRuntime(t)
+	ctx := testCtx(t)
+	spec := sleeper(busybox(t, r), "sandboxer-test-nonet-"+randomSuffix(t), testLabels(t, r))
+	spec.Network = "sandboxer-test-absent-" + randomSuffix(t)
+	_, err := r.Run(ctx, spec)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, runtime.ErrNotFound)
+	assert.NotErrorIs(t, err, runtime.ErrImageNotFound)
+	_, err = r.Inspect(ctx, spec.Name)
+	assert.ErrorIs(t, err, runtime.ErrNotFound, "nothing was created")
+}
+
+// procLimit reads one row of /proc/1/limits inside a container as
+// {soft, hard}.
+func procLimit(t *testing.T, ctx context.Context, r *Runtime, container, row string) [2]string {
+	t.Helper()
+	res, err := r.Exec(ctx, container, runtime.ExecSpec{Cmd: []string{"cat", "/proc/1/limits"}})
+	require.NoError(t, err)
+	require.Zero(t, res.ExitCode, "stderr: %s", res.Stderr)
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		if rest, ok := strings.CutPrefix(line, row); ok {
+			f := strings.Fields(rest)
+			require.GreaterOrEqual(t, len(f), 2, "row %q", line)
+			return [2]string{f[0], f[1]}
+		}
+	}
+	t.Fatalf("no %q row in /proc/1/limits:\n%s", row, res.Stdout)
+	return [2]string{}
+}
+
+// TestRlimitsFitTheService: without CAP_SYS_RESOURCE the service cannot
+// grant rlimits above its own; the adapter sets nofile and nproc to what it
+// can grant when nothing is asked (Podman's own default would fail the
+// start), and clamps what is asked above that.
+func TestRlimitsFitTheService(t *testing.T) {
+	r := newTestRuntime(t)
+	ctx := testCtx(t)
+	img := busybox(t, r)
+	labels := testLabels(t, r)
+	_, svc, err := r.connect(ctx, opVersion, "")
+	require.NoError(t, err)
+	if svc.rlimits == nil {
+		t.Skip("the service's rlimits cannot be read from here (not a local socket)")
+	}
+	nofile := min(svc.rlimits["nofile"], podmanDefaultRlimit)
+	want := fmt.Sprint(nofile)
+
+	cases := []struct {
+		name    string
+		ulimits []runtime.Ulimit
+		want    [2]string
+	}{
+		{name: "NoneAsked", want: [2]string{want, want}},
+		{name: "AboveTheService", ulimits: []runtime.Ulimit{{Name: "nofile", Soft: 1024, Hard: int64(svc.rlimits["nofile"]) + 1000}}, want: [2]string{"1024", fmt.Sprint(svc.rlimits["nofile"])}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := sleeper(img, "sandboxer-test-rlimit-"+randomSuffix(t), labels)
+			spec.Ulimits = tc.ulimits
+			_, err := r.Run(ctx, spec)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, procLimit(t, ctx, r, spec.Name, "Max open files"))
+		})
+	}
+}
+
+// TestLifetimeEndsTheContainer: WithLifetime has conmon kill a container
+// whose lifetime is over, torn down or not.
+func TestLifetimeEndsTheContainer(t *testing.T) {
+	r := newTestRuntime(t, WithLifetime(2*time.Second))
+	ctx := testCtx(t)
+	spec := sleeper(busybox(t, r), "sandboxer-test-lifetime-"+randomSuffix(t), testLabels(t, r))
+	_, err := r.Run(ctx, spec)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		c, err := r.Inspect(ctx, spec.Name)
+		return err == nil && c.State == runtime.StateExited
+	}, 30*time.Second, 100*time.Millisecond, "the container outlived its 2 s lifetime")
+}
+
+func TestExec(t *testing.T) {
+	r := newTestRuntime(t)
+	ctx := testCtx(t)
+	spec := sleeper(busybox(t, r), "sandboxer-test-exec-"+randomSuffix(t), testLabels(t, r))
+	_, err := r.Run(ctx, spec)
+	require.NoError(t, err)
+
+	t.Run("CommandNotFoundIs127", func(t *testing.T) {
+		res, err := r.Exec(ctx, spec.Name, runtime.ExecSpec{Cmd: []string{"/nonexistent/binary"}})
+		require.NoError(t, err)
+		assert.Equal(t, 127, res.ExitCode)
+	})
+	t.Run("NoCommand", func(t *testing.T) {
+		_, err := r.Exec(ctx, spec.Name, runtime.ExecSpec{})
+		assert.ErrorContains(t, err, "no command given")
+	})
+	t.Run("CancelledCallerReturnsAtOnce", func(t *testing.T) {
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := r.Exec(cctx, spec.Name, runtime.ExecSpec{Cmd: []string{"sleep", "30"}})
+		assert.Error(t, err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, time.Since(start), 5*time.Second)
+	})
+	t.Run("InStoppedContainerIsAnError", func(t *testing.T) {
+		require.NoError(t, r.Kill(ctx, spec.Name))
+		_, err := r.Exec(ctx, spec.Name, runtime.ExecSpec{Cmd: []string{"true"}})
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, runtime.ErrNotFound)
+		assert.Contains(t, err.Error(), spec.Name)
+	})
+}

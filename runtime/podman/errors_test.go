@@ -1,0 +1,141 @@
+package podman
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.podman.io/podman/v6/pkg/errorhandling"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// apiErr is an error as the bindings decode a libpod error answer.
+func apiErr(code int, cause, msg string) error {
+	return &errorhandling.ErrorModel{ResponseCode: code, Because: cause, Message: msg}
+}
+
+// The answers below are what Podman 4.3.1 sends (recorded against the
+// Debian service).
+func TestKindOf(t *testing.T) {
+	cases := []struct {
+		name string
+		op   string
+		err  error
+		want error
+	}{
+		{
+			name: "InspectAbsent",
+			op:   opInspect,
+			err:  apiErr(404, "no such container", `no container with name or ID "x" found: no such container`),
+			want: runtime.ErrNotFound,
+		},
+		{
+			name: "DuplicateNameIsA500",
+			op:   opRun,
+			err: apiErr(500, "that name is already in use",
+				`creating container storage: the container name "x" is already in use by 1728b1ed. You have to remove that container to be able to reuse that name: that name is already in use`),
+			want: runtime.ErrAlreadyExists,
+		},
+		{
+			name: "CreateAbsentImageIsA500",
+			op:   opCreate,
+			err:  apiErr(500, "image not known", "sandboxer-conformance/absent-x:none: image not known"),
+			want: runtime.ErrImageNotFound,
+		},
+		{
+			name: "ImageNotKnownOutsideCreateIsNotFound",
+			op:   opInspect,
+			err:  apiErr(404, "image not known", "x: image not known"),
+			want: runtime.ErrNotFound,
+		},
+		{
+			name: "NetworkDuplicate",
+			op:   opCreateNetwork,
+			err:  apiErr(409, "network already exists", "network name n already used: network already exists"),
+			want: runtime.ErrAlreadyExists,
+		},
+		{
+			name: "RunOnAbsentNetwork",
+			op:   opRun,
+			err:  apiErr(404, "network not found", "unable to find network with name or ID n: network not found"),
+			want: runtime.ErrNotFound,
+		},
+		{
+			name: "ExecInStoppedContainerHasNoKind",
+			op:   opExec,
+			err:  apiErr(500, "container state improper", "can only create exec sessions on running containers: container state improper"),
+			want: nil,
+		},
+		{
+			name: "ConflictOutsideCreateHasNoKind",
+			op:   opKill,
+			err:  apiErr(409, "container state improper", "can only kill running containers"),
+			want: nil,
+		},
+		{
+			name: "AnyPullFailureIsImageNotFound",
+			op:   opPull,
+			err:  errors.New("initializing source docker://127.0.0.1:1/none/none:1: pinging container registry"),
+			want: runtime.ErrImageNotFound,
+		},
+		{
+			name: "RefusedIsUnavailable",
+			op:   opPull,
+			err:  &url.Error{Op: "Get", URL: "http://d/_ping", Err: &net.OpError{Op: "dial", Net: "unix", Err: syscall.ECONNREFUSED}},
+			want: runtime.ErrUnavailable,
+		},
+		{
+			name: "MissingSocketIsUnavailable",
+			op:   opInspect,
+			err:  fmt.Errorf("dial: %w", syscall.ENOENT),
+			want: runtime.ErrUnavailable,
+		},
+		{
+			name: "CallerGaveUp",
+			op:   opInspect,
+			err:  fmt.Errorf("request: %w", context.Canceled),
+			want: nil,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, kindOf(tc.op, tc.err))
+		})
+	}
+}
+
+func TestTranslate(t *testing.T) {
+	t.Run("NamesRuntimeVerbObjectAndStatus", func(t *testing.T) {
+		err := translate("unix:///run/podman/podman.sock", opInspect, "box",
+			apiErr(404, "no such container", `no container with name or ID "box" found: no such container`))
+		require.Error(t, err)
+		assert.ErrorIs(t, err, runtime.ErrNotFound)
+		assert.Equal(t, `podman: inspect box: not found: no container with name or ID "box" found: no such container (HTTP 404)`, err.Error())
+		var re *runtime.Error
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, Name, re.Runtime)
+		assert.Equal(t, opInspect, re.Op)
+		assert.Equal(t, "box", re.Object)
+		var em *errorhandling.ErrorModel
+		assert.ErrorAs(t, err, &em, "the service's error stays reachable")
+	})
+	t.Run("UnavailableNamesTheEndpoint", func(t *testing.T) {
+		err := translate("unix:///x.sock", opList, "", fmt.Errorf("dial: %w", syscall.ECONNREFUSED))
+		assert.ErrorIs(t, err, runtime.ErrUnavailable)
+		assert.Contains(t, err.Error(), "unix:///x.sock")
+	})
+	t.Run("AlreadyTranslatedIsKept", func(t *testing.T) {
+		orig := runtime.NewError(Name, opRun, "box", runtime.ErrUnsupported, errors.New("limits"))
+		assert.Same(t, orig, translate("e", opInspect, "other", orig))
+	})
+	t.Run("NilStaysNil", func(t *testing.T) {
+		assert.NoError(t, translate("e", opInspect, "box", nil))
+	})
+}
