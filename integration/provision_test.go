@@ -369,7 +369,9 @@ func TestRollbackOnMissingImage(t *testing.T) {
 			registry = "127.0.0.1:1"
 		}
 		missing := registry + "/sandboxer/does-not-exist:" + randHex(4)
-		p := e.provisioner(func(o *provision.Options) { o.Images = map[string]string{"mongo": missing} })
+		images := maps.Clone(e.images)
+		images["mongo"] = missing
+		p := e.provisioner(func(o *provision.Options) { o.Images = images })
 		id := e.owner("noimg")
 
 		_, err := p.Provision(ctx, id, trio)
