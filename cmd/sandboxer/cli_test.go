@@ -1,0 +1,729 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/docker"
+)
+
+// binary is the sandboxer built once by TestMain for the subprocess tests
+// ("" under -short, which runs the in-process unit tests only).
+var binary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	testenv.Load()
+	if !testing.Short() {
+		dir, err := os.MkdirTemp("", "sandboxer-cli-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		binary = filepath.Join(dir, "sandboxer")
+		build := exec.Command(goTool(), "build", "-o", binary, ".")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build sandboxer:", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+func goTool() string {
+	if p := filepath.Join(os.Getenv("GOROOT"), "bin", "go"); os.Getenv("GOROOT") != "" {
+		return p
+	}
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "/usr/local/go/bin/go"
+}
+
+// cli runs the built binary against Docker under a label prefix of its own,
+// and removes whatever that prefix left when the test ends.
+type cli struct {
+	t      *testing.T
+	rt     runtime.ContainerRuntime
+	prefix string
+	env    []string // added to the process environment
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// newCLI skips (or fails, under SANDBOXER_REQUIRE=docker) unless Docker
+// answers and the stand-in images of services are configured.
+func newCLI(t *testing.T, services ...string) *cli {
+	t.Helper()
+	if binary == "" {
+		t.Skip("runs the built binary against Docker (not under -short)")
+	}
+	for _, s := range services {
+		testenv.Image(t, "docker", s)
+	}
+	rt, err := docker.New()
+	require.NoError(t, err)
+	t.Cleanup(func() { rt.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := rt.Version(ctx); err != nil {
+		testenv.Unavailable(t, "docker", "%v", err)
+	}
+	c := &cli{t: t, rt: rt, prefix: "h9t" + randomHex(4)}
+	t.Cleanup(c.removeAll)
+	return c
+}
+
+// args prepends the global flags that pin the runtime and the prefix.
+func (c *cli) args(args ...string) []string {
+	return append([]string{"--runtime", "docker", "--label-prefix", c.prefix}, args...)
+}
+
+func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), c.env...)
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// run runs sandboxer with args as given (no global flags added).
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if err != nil {
+		var xe *exec.ExitError
+		require.ErrorAs(c.t, err, &xe, "sandboxer did not run: %s", errb.String())
+		r.code = xe.ExitCode()
+	}
+	return r
+}
+
+// sbx runs sandboxer with the test's global flags.
+func (c *cli) sbx(args ...string) result {
+	c.t.Helper()
+	return c.run(c.args(args...)...)
+}
+
+// mustSbx runs sandboxer and requires exit 0.
+func (c *cli) mustSbx(args ...string) result {
+	c.t.Helper()
+	r := c.sbx(args...)
+	require.Equal(c.t, 0, r.code, "sandboxer %v\nstderr: %s", args, r.stderr)
+	return r
+}
+
+// containers lists the sandboxes under the test's prefix.
+func (c *cli) containers() []runtime.Container {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := c.rt.List(ctx, map[string]string{c.prefix + ".sandbox": "1"})
+	require.NoError(c.t, err)
+	return got
+}
+
+func (c *cli) removeAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, sel := range []map[string]string{{c.prefix + ".sandbox": "1"}, {c.prefix + ".test": "1"}} {
+		left, err := c.rt.List(ctx, sel)
+		if err != nil {
+			c.t.Logf("cleanup: %v", err)
+			return
+		}
+		for _, x := range left {
+			if err := c.rt.Remove(ctx, x.ID); err != nil {
+				c.t.Logf("cleanup: remove %s: %v", x.Name, err)
+			}
+		}
+	}
+}
+
+// names returns the containers' names.
+func names(cs []runtime.Container) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// parseDotenv reads KEY=value lines.
+func parseDotenv(t *testing.T, s string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		require.True(t, ok, "dotenv line %q", sc.Text())
+		env[k] = v
+	}
+	return env
+}
+
+// passwords returns every *_PASSWORD value of env.
+func passwords(env map[string]string) []string {
+	var out []string
+	for k, v := range env {
+		if strings.HasSuffix(k, "_PASSWORD") {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func pgCheck(t *testing.T, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, "select 41 + 1").Scan(&n))
+	assert.Equal(t, 42, n)
+}
+
+func redisCheck(t *testing.T, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	c := redis.NewClient(o)
+	defer c.Close()
+	require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
+	got, err := c.Get(ctx, "k").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "v", got)
+}
+
+func mongoCheck(t *testing.T, url, db string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI(url).SetServerSelectionTimeout(20 * time.Second))
+	require.NoError(t, err)
+	defer c.Disconnect(ctx)
+	coll := c.Database(db).Collection("t")
+	_, err = coll.InsertOne(ctx, bson.D{{Key: "v", Value: 1}})
+	require.NoError(t, err)
+	n, err := coll.CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n)
+}
+
+// upJSON is `up -o json`'s output.
+type upJSON struct {
+	OwnerID    string `json:"owner_id"`
+	Owner      string `json:"owner"`
+	Containers []struct {
+		Name     string           `json:"name"`
+		ID       string           `json:"id"`
+		Engine   string           `json:"engine"`
+		Image    string           `json:"image"`
+		Endpoint engines.Endpoint `json:"endpoint"`
+	} `json:"containers"`
+	Env []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"env"`
+}
+
+func TestUpLsDownRoundTrip(t *testing.T) {
+	tests := []struct {
+		name     string
+		services []string
+		args     []string
+		// env reads the env the way a consumer of this format would.
+		env func(t *testing.T, c *cli, r result, dir string) map[string]string
+	}{
+		{
+			name:     "Dotenv",
+			services: []string{"postgres", "redis"},
+			env: func(t *testing.T, _ *cli, r result, _ string) map[string]string {
+				return parseDotenv(t, r.stdout)
+			},
+		},
+		{
+			name:     "ShellEvaluatedBySh",
+			services: []string{"redis"},
+			args:     []string{"--format", "shell"},
+			env: func(t *testing.T, _ *cli, r result, _ string) map[string]string {
+				for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+					require.Regexp(t, `^export [A-Z_]+='[^']*'$`, l)
+				}
+				out, err := exec.Command("sh", "-c", r.stdout+"env").Output()
+				require.NoError(t, err)
+				env := parseDotenv(t, string(out))
+				for k := range env {
+					if !strings.HasPrefix(k, "ROBOCO_TEST_") {
+						delete(env, k)
+					}
+				}
+				return env
+			},
+		},
+		{
+			name:     "JSONWithContainersAndVerboseLogs",
+			services: []string{"postgres", "redis", "mongo"},
+			args:     []string{"--format", "json", "--verbose"},
+			env: func(t *testing.T, c *cli, r result, _ string) map[string]string {
+				var out upJSON
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+				assert.Equal(t, c.prefix+"-agent-"+out.OwnerID, out.Owner)
+				require.Len(t, out.Containers, 3)
+				for i, engine := range []string{"postgres", "redis", "mongo"} {
+					ct := out.Containers[i]
+					assert.Equal(t, engine, ct.Engine, "registry order")
+					assert.NotEmpty(t, ct.ID)
+					assert.Equal(t, "127.0.0.1", ct.Endpoint.Host)
+					assert.NotZero(t, ct.Endpoint.Port)
+				}
+				assert.Contains(t, r.stderr, "level=DEBUG", "--verbose logs at debug level")
+				env := map[string]string{}
+				for _, v := range out.Env {
+					env[v.Name] = v.Value
+				}
+				return env
+			},
+		},
+		{
+			name:     "EnvFile0600",
+			services: []string{"redis"},
+			args:     []string{"--env-file", "ENVFILE"},
+			env: func(t *testing.T, _ *cli, r result, dir string) map[string]string {
+				assert.Empty(t, r.stdout, "the env goes to the file only")
+				path := filepath.Join(dir, "sandbox.env")
+				fi, err := os.Stat(path)
+				require.NoError(t, err)
+				assert.Equal(t, fs.FileMode(0o600), fi.Mode().Perm())
+				data, err := os.ReadFile(path)
+				require.NoError(t, err)
+				return parseDotenv(t, string(data))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCLI(t, tt.services...)
+			dir := t.TempDir()
+			owner := "u" + randomHex(3)
+			args := []string{"up", "--owner", owner, "--services", strings.Join(tt.services, ",")}
+			for _, a := range tt.args {
+				args = append(args, strings.ReplaceAll(a, "ENVFILE", filepath.Join(dir, "sandbox.env")))
+			}
+			r := c.mustSbx(args...)
+			env := tt.env(t, c, r, dir)
+
+			for _, s := range tt.services {
+				switch s {
+				case "postgres":
+					pgCheck(t, env["ROBOCO_TEST_DB_URL"])
+				case "redis":
+					redisCheck(t, env["ROBOCO_TEST_REDIS_URL"])
+				case "mongo":
+					mongoCheck(t, env["ROBOCO_TEST_MONGO_URL"], env["ROBOCO_TEST_MONGO_DB"])
+				}
+			}
+			pws := passwords(env)
+			require.Len(t, pws, len(tt.services), "one password per service")
+			for _, pw := range pws {
+				assert.Regexp(t, `^[0-9a-f]{32}$`, pw)
+				assert.NotContains(t, r.stderr, pw, "no password in logs")
+			}
+
+			// ls: table and json.
+			want := make([]string, 0, len(tt.services))
+			for _, s := range tt.services {
+				e, _ := engines.Default.Lookup(s)
+				want = append(want, c.prefix+"-sandbox-"+e.Spec().Short+"-"+owner)
+			}
+			table := c.mustSbx("ls").stdout
+			lines := strings.Split(strings.TrimSpace(table), "\n")
+			require.Len(t, lines, 1+len(tt.services), table)
+			assert.Regexp(t, `^NAME\s+ENGINE\s+OWNER\s+STATE\s+AGE\s+ENDPOINT$`, lines[0])
+			for _, n := range want {
+				assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(n)+`\s+\w+\s+`+regexp.QuoteMeta(c.prefix+"-agent-"+owner)+`\s+running\s+\d+[smhd]\s+127\.0\.0\.1:\d+`), table)
+			}
+			var rows []listed
+			require.NoError(t, json.Unmarshal([]byte(c.mustSbx("ls", "--owner", owner, "-o", "json").stdout), &rows))
+			require.Len(t, rows, len(tt.services))
+			for _, row := range rows {
+				assert.Contains(t, want, row.Name)
+				require.NotNil(t, row.Endpoint)
+				assert.Equal(t, "127.0.0.1", row.Endpoint.Host)
+				assert.Equal(t, runtime.StateRunning, row.State)
+			}
+			assert.Equal(t, "[]\n", c.mustSbx("ls", "--owner", "someone-else", "-o", "json").stdout)
+
+			// down, twice.
+			down := c.mustSbx("down", "--owner", owner)
+			assert.ElementsMatch(t, want, strings.Fields(strings.ReplaceAll(down.stdout, "removed ", "")))
+			assert.Empty(t, c.containers())
+			again := c.mustSbx("down", "--owner", owner)
+			assert.Empty(t, again.stdout, "down is idempotent")
+		})
+	}
+}
+
+func TestUpFailureRollsBackWithExit4(t *testing.T) {
+	c := newCLI(t, "postgres", "redis", "busybox")
+	busybox := testenv.Image(t, "docker", "busybox")
+	// busybox has no redis-server: redis fails, postgres is rolled back.
+	r := c.sbx("--image", "redis="+busybox, "up", "--owner", "f1", "-s", "postgres,redis")
+	assert.Equal(t, ExitProvision, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+	last := lastLine(r.stderr)
+	assert.Contains(t, last, "sandboxer: provision "+c.prefix+"-agent-f1: redis")
+	assert.Empty(t, c.containers(), "nothing of the call is left")
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// sweepUntilJudged runs `gc -o json` until no sandbox is skipped: a sweep
+// without grace still skips sandboxes created within the last whole second.
+func (c *cli) sweepUntilJudged(args ...string) reportJSON {
+	c.t.Helper()
+	var rep reportJSON
+	require.Eventually(c.t, func() bool {
+		r := c.mustSbx(append([]string{"gc", "--grace", "0s", "-o", "json"}, args...)...)
+		require.NoError(c.t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+		return len(rep.Skipped) == 0
+	}, 30*time.Second, 250*time.Millisecond)
+	return rep
+}
+
+func sweptNames(s []sweptJSON) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = x.Name
+	}
+	return out
+}
+
+func TestGC(t *testing.T) {
+	c := newCLI(t, "redis", "busybox")
+	busybox := testenv.Image(t, "docker", "busybox")
+	// Owner "live" has a running agent container; owner "gone" has none.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := c.rt.Run(ctx, runtime.RunSpec{
+		Name: c.prefix + "-agent-live", Image: busybox, Command: []string{"sleep", "600"},
+		Labels: map[string]string{c.prefix + ".test": "1"},
+	})
+	require.NoError(t, err)
+	c.mustSbx("up", "--owner", "live", "-s", "redis")
+	c.mustSbx("up", "--owner", "gone", "-s", "redis")
+	live, gone := c.prefix+"-sandbox-redis-live", c.prefix+"-sandbox-redis-gone"
+
+	t.Run("GraceSkipsYoungSandboxes", func(t *testing.T) {
+		r := c.mustSbx("gc", "--dry-run")
+		assert.Contains(t, r.stdout, "would remove 0, kept 0, skipped 2 (in grace), errors 0")
+		assert.Regexp(t, `skipped\s+`+live, r.stdout)
+	})
+	t.Run("DryRunRemovesNothing", func(t *testing.T) {
+		rep := c.sweepUntilJudged("--dry-run")
+		assert.True(t, rep.DryRun)
+		assert.Equal(t, []string{gone}, sweptNames(rep.Removed))
+		assert.Equal(t, []string{live}, sweptNames(rep.Kept))
+		assert.ElementsMatch(t, []string{live, gone}, names(c.containers()))
+		text := c.mustSbx("gc", "--grace", "0s", "--dry-run").stdout
+		assert.Regexp(t, `would remove\s+`+gone+`\s+redis\s+owner `+c.prefix+`-agent-gone`, text)
+		assert.Regexp(t, `kept\s+`+live, text)
+	})
+	t.Run("SweepRemovesOrphansOnly", func(t *testing.T) {
+		r := c.mustSbx("gc", "--grace", "0s")
+		assert.Regexp(t, `removed\s+`+gone, r.stdout)
+		assert.Contains(t, r.stdout, "removed 1, kept 1, skipped 0 (in grace), errors 0")
+		assert.Equal(t, []string{live}, names(c.containers()))
+	})
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		want   int
+		check  func(t *testing.T, out string)
+	}{
+		{name: "ExitStatusPropagates", script: "exit 7", want: 7},
+		{name: "Success", script: "true", want: 0},
+		{name: "KilledBySignalIs128PlusN", script: "kill -TERM $$", want: 128 + int(syscall.SIGTERM)},
+		{
+			name:   "CMDSeesTheEnvAndKeepsItsOwn",
+			script: `printf '%s|%s|%s' "$ROBOCO_TEST_REDIS_URL" "$ROBOCO_TEST_DB_HOST" "$H9_OWN"`,
+			want:   0,
+			check: func(t *testing.T, out string) {
+				assert.Regexp(t, `^redis://:[0-9a-f]{32}@127\.0\.0\.1:\d+/0\|127\.0\.0\.1\|mine$`, out)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCLI(t, "postgres", "redis")
+			c.env = append(c.env, "H9_OWN=mine")
+			r := c.sbx("-q", "run", "-s", "postgres,redis", "--", "sh", "-c", tt.script)
+			assert.Equal(t, tt.want, r.code, "stderr: %s", r.stderr)
+			if tt.check != nil {
+				tt.check(t, r.stdout)
+			}
+			assert.Empty(t, c.containers(), "torn down before exit")
+		})
+	}
+}
+
+// startRun starts `sandboxer run` in the background with a CMD that writes
+// its redis URL to <dir>/started, then waits until <dir>/go exists. It
+// returns once CMD has started.
+func (c *cli) startRun(dir string) (*exec.Cmd, *bytes.Buffer) {
+	c.t.Helper()
+	script := `printf '%s' "$ROBOCO_TEST_REDIS_URL" > "$D/started.tmp" && mv "$D/started.tmp" "$D/started"
+while [ ! -e "$D/go" ]; do sleep 0.1; done`
+	c.env = append(c.env, "D="+dir)
+	cmd := c.command(context.Background(), c.args("run", "-s", "redis", "--", "sh", "-c", script)...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	require.NoError(c.t, cmd.Start())
+	c.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	require.Eventually(c.t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	}, 2*time.Minute, 100*time.Millisecond, "CMD never started: %s", &errb)
+	return cmd, &errb
+}
+
+// waitExit waits for cmd with a deadline and returns its exit code.
+func waitExit(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			return 0
+		}
+		var xe *exec.ExitError
+		require.ErrorAs(t, err, &xe)
+		return xe.ExitCode()
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("sandboxer run did not exit: %s", stderr)
+		return -1
+	}
+}
+
+func TestRunSIGINTTearsDownAndExitsNonZero(t *testing.T) {
+	c := newCLI(t, "redis")
+	cmd, stderr := c.startRun(t.TempDir())
+	require.Len(t, c.containers(), 1)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	code := waitExit(t, cmd, stderr)
+	assert.Equal(t, 128+int(syscall.SIGINT), code, "CMD died of the forwarded SIGINT: %s", stderr)
+	assert.Contains(t, stderr.String(), "forwarding signal to CMD")
+	assert.Empty(t, c.containers(), "torn down after Ctrl-C")
+}
+
+func TestRunSurvivesAConcurrentGC(t *testing.T) {
+	c := newCLI(t, "redis")
+	dir := t.TempDir()
+	cmd, stderr := c.startRun(dir)
+	running := names(c.containers())
+	require.Len(t, running, 1)
+
+	rep := c.sweepUntilJudged()
+	assert.Empty(t, rep.Removed, "a live run's sandbox is never removed")
+	require.Equal(t, running, sweptNames(rep.Kept))
+	assert.Contains(t, rep.Kept[0].Owner, fmt.Sprintf("pid %d", cmd.Process.Pid))
+	assert.Equal(t, running, names(c.containers()))
+
+	url, err := os.ReadFile(filepath.Join(dir, "started"))
+	require.NoError(t, err)
+	redisCheck(t, string(url))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o600))
+	assert.Equal(t, 0, waitExit(t, cmd, stderr), stderr.String())
+	assert.Empty(t, c.containers())
+}
+
+func TestEnginesListsTheRegistry(t *testing.T) {
+	c := newCLI(t)
+	var got []engineInfo
+	require.NoError(t, json.Unmarshal([]byte(c.mustSbx("engines", "-o", "json").stdout), &got))
+	require.Len(t, got, len(engines.Default.All()))
+	for i, e := range engines.Default.All() {
+		s := e.Spec()
+		assert.Equal(t, s.Name, got[i].Name)
+		assert.Equal(t, s.Image, got[i].DefaultImage)
+		assert.Equal(t, s.Port, got[i].Port)
+		assert.Equal(t, s.Tmpfs, got[i].Tmpfs)
+		assert.NotEmpty(t, got[i].Probe)
+		assert.Equal(t, s.ReadyTimeout.Seconds(), got[i].ReadySeconds)
+		var names []string
+		for _, v := range e.Env("ROBOCO_TEST", engines.Endpoint{}, engines.Credentials{}) {
+			names = append(names, v.Name)
+		}
+		assert.Equal(t, names, got[i].Env)
+	}
+	table := c.mustSbx("engines").stdout
+	assert.Regexp(t, `(?m)^NAME\s+IMAGE\s+PORT\s+TMPFS\s+PROBE\s+DEADLINE\s+ENV$`, table)
+	assert.Regexp(t, `(?m)^postgres\s+.*5432\s+/var/lib/postgresql/data\s+pg_isready`, table)
+}
+
+func TestDoctorNamesTheChosenRuntime(t *testing.T) {
+	c := newCLI(t, "postgres", "redis", "mongo")
+	// Auto-detection, as a user would run it: DOCKER_HOST comes first.
+	text := c.run("doctor")
+	require.Equal(t, 0, text.code, text.stderr)
+	assert.Contains(t, text.stdout, "chosen: docker at ")
+	assert.Contains(t, text.stdout, "why: first to answer in the auto-detection order: docker")
+	assert.Regexp(t, `(?m)^\s+docker\s+\S+\s+DOCKER_HOST\s+answered: docker \S+, API 1\.\d+.*<- chosen`, text.stdout)
+	assert.Regexp(t, `(?m)^\s+postgres\s+\S+\s+\(SANDBOXER_IMAGE_POSTGRES\)\s+present$`, text.stdout)
+
+	var rep doctorReport
+	r := c.run("doctor", "--runtime", "docker", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.NotNil(t, rep.Chosen)
+	assert.Equal(t, "docker", rep.Chosen.Runtime)
+	assert.Equal(t, "docker", rep.Asked)
+	assert.NotEmpty(t, rep.Chosen.Version)
+	for _, c := range rep.Candidates {
+		assert.Equal(t, "docker", c.Runtime, "an explicit runtime keeps only its own candidates")
+	}
+	require.Len(t, rep.Images, 3)
+	for _, i := range rep.Images {
+		assert.True(t, i.Present, "%s: %s", i.Engine, i.Image)
+	}
+}
+
+func TestBadInputLeavesNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"UnknownService", nil, []string{"up", "--owner", "b1", "-s", "postgres,mysql"}, ExitUsage, `invalid service "mysql"`},
+		{"BadOwnerID", nil, []string{"up", "--owner", "-x", "-s", "redis"}, ExitUsage, `invalid owner id "-x"`},
+		{"BadFlag", nil, []string{"up", "--owner", "b1", "-s", "redis", "--ttl", "5m"}, ExitUsage, "unknown flag: --ttl"},
+		{"UnreachableRuntime", []string{"DOCKER_HOST=unix:///nonexistent.sock"}, []string{"up", "--owner", "b1", "-s", "redis"}, ExitUnavailable, "unix:///nonexistent.sock"},
+		{"RunUnknownService", nil, []string{"run", "-s", "mysql", "--", "true"}, ExitUsage, `invalid service "mysql"`},
+		{"RunCMDNotFound", nil, []string{"run", "-s", "redis", "--", "h9-no-such-command"}, ExitNotFound, "executable file not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCLI(t)
+			c.env = tt.env
+			r := c.sbx(tt.args...)
+			assert.Equal(t, tt.code, r.code, r.stderr)
+			assert.Empty(t, r.stdout)
+			assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+			assert.Contains(t, r.stderr, tt.want)
+			assert.Empty(t, c.containers())
+		})
+	}
+}
+
+func TestSignalDuringProvisioningRollsBack(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		sig  syscall.Signal
+	}{
+		{"UpSIGINT", []string{"up", "--owner", "i1", "-s", "postgres"}, syscall.SIGINT},
+		{"RunSIGTERMNeverStartsCMD", []string{"run", "-s", "postgres", "--", "sh", "-c", "echo CMD-RAN"}, syscall.SIGTERM},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCLI(t, "postgres")
+			cmd := c.command(context.Background(), c.args(tt.args...)...)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() {
+				if cmd.ProcessState == nil {
+					cmd.Process.Kill()
+					cmd.Wait()
+				}
+			})
+			// Postgres takes seconds to pass its probe: interrupt once its
+			// container exists.
+			require.Eventually(t, func() bool { return len(c.containers()) > 0 }, time.Minute, 50*time.Millisecond, "%s", &errb)
+			require.NoError(t, cmd.Process.Signal(tt.sig))
+			code := waitExit(t, cmd, &errb)
+			assert.Equal(t, 128+int(tt.sig), code, errb.String())
+			assert.Contains(t, lastLine(errb.String()), "interrupted by "+signalName(tt.sig))
+			assert.NotContains(t, out.String(), "CMD-RAN")
+			assert.Empty(t, c.containers(), "rolled back")
+		})
+	}
+}
+
+func TestJanitorLoopSweepsUntilSIGTERM(t *testing.T) {
+	c := newCLI(t, "redis")
+	c.mustSbx("up", "--owner", "orphan", "-s", "redis")
+	require.Len(t, c.containers(), 1)
+	cmd := c.command(context.Background(), c.args("janitor", "--interval", "200ms", "--grace", "0s")...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	require.Eventually(t, func() bool { return len(c.containers()) == 0 }, time.Minute, 100*time.Millisecond, "%s", &errb)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, waitExit(t, cmd, &errb), errb.String())
+	assert.Contains(t, errb.String(), "janitor started")
+	assert.Contains(t, errb.String(), "janitor stopped")
+}
