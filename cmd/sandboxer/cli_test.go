@@ -32,8 +32,9 @@ import (
 )
 
 // binary is the sandboxer built once by TestMain for the subprocess tests
-// ("" under -short, which runs the in-process unit tests only).
-var binary string
+// ("" under -short, which runs the in-process unit tests only), and
+// demoClient the quick-start demo's client next to it.
+var binary, demoClient string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -45,12 +46,15 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		binary = filepath.Join(dir, "sandboxer")
-		build := exec.Command(goTool(), "build", "-o", binary, ".")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build sandboxer:", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
+		demoClient = filepath.Join(dir, "democlient")
+		for out, pkg := range map[string]string{binary: ".", demoClient: "./democlient"} {
+			build := exec.Command(goTool(), "build", "-o", out, pkg)
+			build.Stdout, build.Stderr = os.Stderr, os.Stderr
+			if err := build.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "build", pkg+":", err)
+				os.RemoveAll(dir)
+				os.Exit(1)
+			}
 		}
 		code := m.Run()
 		os.RemoveAll(dir)
@@ -726,4 +730,17 @@ func TestJanitorLoopSweepsUntilSIGTERM(t *testing.T) {
 	assert.Equal(t, 0, waitExit(t, cmd, &errb), errb.String())
 	assert.Contains(t, errb.String(), "janitor started")
 	assert.Contains(t, errb.String(), "janitor stopped")
+}
+
+func TestQuickStartDemo(t *testing.T) {
+	// What `make demo` runs: the trio, each proven with its real client,
+	// the env printed with passwords masked, everything torn down.
+	c := newCLI(t, "postgres", "redis", "mongo")
+	r := c.sbx("run", "--services", "postgres,redis,mongo", "--", demoClient)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	for _, s := range []string{"postgres ok", "redis    ok", "mongo    ok", "ROBOCO_TEST_DB_PASSWORD=****", "postgres://sandbox:****@127.0.0.1:"} {
+		assert.Contains(t, r.stdout, s)
+	}
+	assert.NotRegexp(t, `(^|[^0-9a-f])[0-9a-f]{32}([^0-9a-f]|$)`, r.stdout+r.stderr, "no password (32 hex digits) anywhere")
+	assert.Empty(t, c.containers())
 }
