@@ -5,7 +5,9 @@
 // standard plugins.
 //
 // Endpoint: WithAddress, else CONTAINERD_ADDRESS, else
-// /run/containerd/containerd.sock. Namespace: WithNamespace, else
+// /run/containerd/containerd.sock. Pulls go over plain HTTP to registries on
+// 127.0.0.0/8 and localhost, and to the hosts of WithInsecureRegistries and
+// SANDBOXER_INSECURE_REGISTRIES (comma-separated); HTTPS elsewhere. Namespace: WithNamespace, else
 // CONTAINERD_NAMESPACE, else "sandboxer" (never moby or k8s.io, which belong
 // to Docker and Kubernetes). New never contacts the daemon; every verb then
 // fails within about a second with runtime.ErrUnavailable naming the address
@@ -47,6 +49,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +80,10 @@ const (
 	EnvAddress   = "CONTAINERD_ADDRESS"
 	EnvNamespace = "CONTAINERD_NAMESPACE"
 	EnvRuncRoot  = "CONTAINERD_RUNC_ROOT"
+	// EnvInsecureRegistries lists, comma-separated, the registry hosts
+	// ("host" or "host:port") to pull from over plain HTTP, as
+	// WithInsecureRegistries does.
+	EnvInsecureRegistries = "SANDBOXER_INSECURE_REGISTRIES"
 
 	// pingTimeout bounds the first contact with the daemon, so that an
 	// address where nothing (or something hung) listens fails fast.
@@ -155,7 +162,8 @@ func WithRuncRoot(dir string) Option {
 }
 
 // WithInsecureRegistries pulls from these registry hosts ("host" or
-// "host:port") over plain HTTP. Registries on 127.0.0.0/8 and localhost
+// "host:port") over plain HTTP, besides those of
+// SANDBOXER_INSECURE_REGISTRIES. Registries on 127.0.0.0/8 and localhost
 // always are.
 func WithInsecureRegistries(hosts ...string) Option {
 	return func(o *options) { o.insecure = append(o.insecure, hosts...) }
@@ -198,6 +206,11 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	if o.runcRoot == "" {
 		o.runcRoot = os.Getenv(EnvRuncRoot)
+	}
+	for _, h := range strings.Split(os.Getenv(EnvInsecureRegistries), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			o.insecure = append(o.insecure, h)
+		}
 	}
 	c, err := client.New(o.address,
 		client.WithDefaultNamespace(o.namespace),
