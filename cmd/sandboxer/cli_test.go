@@ -744,3 +744,50 @@ func TestQuickStartDemo(t *testing.T) {
 	assert.NotRegexp(t, `(^|[^0-9a-f])[0-9a-f]{32}([^0-9a-f]|$)`, r.stdout+r.stderr, "no password (32 hex digits) anywhere")
 	assert.Empty(t, c.containers())
 }
+
+func TestUpSiblingModeOnANetwork(t *testing.T) {
+	c := newCLI(t, "redis", "busybox")
+	busybox := testenv.Image(t, "docker", "busybox")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	network := c.prefix + "-net"
+	_, err := c.rt.CreateNetwork(ctx, runtime.NetworkSpec{Name: network, Labels: map[string]string{c.prefix + ".test": "1"}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c.removeAll()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		assert.NoError(t, c.rt.RemoveNetwork(ctx, network))
+	})
+
+	r := c.mustSbx("up", "--owner", "s1", "-s", "redis", "--network", network, "-o", "json")
+	var out upJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Len(t, out.Containers, 1)
+	ep := out.Containers[0].Endpoint
+	assert.Equal(t, 6379, ep.Port, "sibling mode hands out the container port")
+	assert.NotEqual(t, "127.0.0.1", ep.Host)
+	env := map[string]string{}
+	for _, v := range out.Env {
+		env[v.Name] = v.Value
+	}
+	assert.Equal(t, ep.Host, env["ROBOCO_TEST_REDIS_HOST"])
+
+	// An agent on the same network reaches it with the env's password.
+	agent, err := c.rt.Run(ctx, runtime.RunSpec{
+		Name: c.prefix + "-agent-s1", Image: busybox, Command: []string{"sleep", "600"}, Network: network,
+		Labels: map[string]string{c.prefix + ".test": "1"},
+	})
+	require.NoError(t, err)
+	res, err := c.rt.Exec(ctx, agent.ID, runtime.ExecSpec{
+		Cmd: []string{"sh", "-c", `printf 'AUTH %s\r\nPING\r\nQUIT\r\n' "$PW" | nc -w 5 "$HOST" "$PORT"`},
+		Env: map[string]string{"PW": env["ROBOCO_TEST_REDIS_PASSWORD"], "HOST": ep.Host, "PORT": fmt.Sprint(ep.Port)},
+	})
+	require.NoError(t, err)
+	assert.Contains(t, string(res.Stdout), "+PONG", "stderr: %s", res.Stderr)
+
+	table := c.mustSbx("ls", "--owner", "s1").stdout
+	assert.Contains(t, table, fmt.Sprintf("%s:%d", ep.Host, ep.Port), "ls shows the network endpoint")
+	c.mustSbx("down", "--owner", "s1")
+	assert.Empty(t, c.containers())
+}

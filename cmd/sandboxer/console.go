@@ -167,10 +167,29 @@ func (p *pulls) event(ev provision.Event) {
 	default:
 		return
 	}
-	if p.console.tty && (ev.Kind != provision.EventPullProgress || now.Sub(p.lastTTY) >= ttyEvery) {
+	if !p.console.tty {
+		return
+	}
+	if p.allEnded() {
+		// Leave the final lines on screen; later log lines go below.
+		p.console.SetStatus(p.lines(now))
+		p.console.Finish()
+		p.order, p.images = nil, map[string]*pull{}
+		return
+	}
+	if ev.Kind != provision.EventPullProgress || now.Sub(p.lastTTY) >= ttyEvery {
 		p.lastTTY = now
 		p.console.SetStatus(p.lines(now))
 	}
+}
+
+func (p *pulls) allEnded() bool {
+	for _, pl := range p.images {
+		if pl.end.IsZero() {
+			return false
+		}
+	}
+	return len(p.images) > 0
 }
 
 // lines renders one line per image.
@@ -182,7 +201,8 @@ func (p *pulls) lines(now time.Time) []string {
 	return out
 }
 
-// done leaves the final lines on a terminal.
+// done leaves the final lines of unfinished pulls on a terminal (a
+// provision that failed or was cancelled mid-pull).
 func (p *pulls) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -342,6 +342,17 @@ func TestPullProgress(t *testing.T) {
 		assert.Contains(t, out, "\x1b[1A", "redraws two lines in place")
 		assert.True(t, strings.HasSuffix(out, "\n"), "the final lines stay on screen")
 	})
+	t.Run("FinalLinesStayOnceEveryPullEnded", func(t *testing.T) {
+		var buf bytes.Buffer
+		c := &console{w: &buf, tty: true, width: 100}
+		p := newPulls(c, slog.New(slog.NewTextHandler(c, nil)))
+		p.event(provision.Event{Kind: provision.EventPullStart, Service: "redis", Image: "reg/redis:8"})
+		p.event(provision.Event{Kind: provision.EventPulled, Image: "reg/redis:8"})
+		fmt.Fprintln(c, "sandbox ready")
+		p.done()
+		out := buf.String()
+		assert.True(t, strings.HasSuffix(out, "pulled reg/redis:8: 0 B in 0s\nsandbox ready\n"), "%q", out)
+	})
 	t.Run("LogLinesGoAboveTheStatus", func(t *testing.T) {
 		var buf bytes.Buffer
 		c := &console{w: &buf, tty: true, width: 100}
