@@ -17,6 +17,9 @@ import (
 // TestConformance runs the one suite against the daemon at
 // CONTAINERD_ADDRESS (from build/images.env after `make env`).
 func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the containerd daemon (-short runs unit tests only)")
+	}
 	fixtures := conformance.FixturesFromEnv(t, Name)
 	probe := newTestRuntime(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -38,9 +41,13 @@ func TestConformance(t *testing.T) {
 }
 
 // newTestRuntime connects to the test daemon, or ends the test through
-// testenv.Unavailable when it does not answer.
+// testenv.Unavailable when it does not answer. -short (unit tests only)
+// skips it.
 func newTestRuntime(t testing.TB) *Runtime {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the containerd daemon (-short runs unit tests only)")
+	}
 	testenv.Load()
 	r, err := New()
 	if err != nil {
