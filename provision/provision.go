@@ -182,7 +182,13 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 		return fail("pre-clear", err, "")
 	}
 
-	ctr, err := p.rt.Run(ctx, p.runSpec(c, s))
+	// A Run is never cut short by a sibling's failure or the caller giving
+	// up: the daemon finishes a create whose client went away, and the
+	// container would appear after the rollback looked. Run is quick, so
+	// it completes, and the rollback then removes what it made.
+	runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
+	ctr, err := p.rt.Run(runCtx, p.runSpec(c, s))
+	cancelRun()
 	if err != nil {
 		if errors.Is(err, runtime.ErrAlreadyExists) {
 			err = fmt.Errorf("%w: %w", ErrConflict, err)
@@ -190,6 +196,9 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 		return fail("run", err, "")
 	}
 	s.created = ctr.ID
+	if err := ctx.Err(); err != nil {
+		return fail("run", err, "")
+	}
 	p.emit(ctx, p.event(EventStarted, c, s, nil))
 
 	readyTimeout := s.spec.ReadyTimeout

@@ -508,6 +508,28 @@ func TestCancelledProvisionLeavesNothing(t *testing.T) {
 	assert.Empty(t, w.fake.Containers(), "the rollback runs even though the caller's context ended")
 }
 
+func TestRunIsNeverCutShort(t *testing.T) {
+	// A daemon finishes a create whose client went away; if the caller's
+	// cancellation reached Run, the container would appear after the
+	// rollback looked. So Run completes, and the rollback removes it.
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	var runSawCancel record[bool]
+	w.fake.OnCall(func(runCtx context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbRun {
+			cancel()
+			runSawCancel.add(runCtx.Err() != nil)
+		}
+		return nil
+	})
+	p := w.provisioner(w.options())
+	_, err := p.Provision(ctx, "rc", []string{"postgres", "redis"})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotContains(t, runSawCancel.get(), true, "Run's context is detached from the call's")
+	assert.Equal(t, w.fake.Calls(fakeruntime.VerbRun), w.fake.Calls(fakeruntime.VerbRemove), "every container Run made is rolled back")
+	assert.Empty(t, w.fake.Containers())
+}
+
 func TestRollbackCatchesARunCancelledMidFlight(t *testing.T) {
 	w := newWorld(t)
 	ctx, cancel := context.WithCancel(ctxT(t))
