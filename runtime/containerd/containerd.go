@@ -30,9 +30,12 @@
 //     workdir), then the run spec: tmpfs (noexec,nosuid,nodev like Docker's),
 //     memory, CPU CFS quota/period, pids, rlimits, env, and a read-only
 //     cgroup mount at /sys/fs/cgroup so that limits are visible inside;
-//   - one network interface (eth0) on a CNI bridge network, joined between
-//     task create and task start; published ports through portmap on
-//     127.0.0.1 by default;
+//   - one network interface (eth0) on a CNI bridge network (bridge sbx-<hash>,
+//     a /24 of 10.213.0.0/16, host-local IPAM, portmap when ports are
+//     published, firewall), joined between task create and task start in
+//     the task's own network namespace (/proc/<pid>/ns/net: no netns file
+//     to leak), and left (CNI DEL) by Remove before the task is killed;
+//     published ports go through portmap, on 127.0.0.1 by default;
 //   - for each VOLUME of the image that no tmpfs covers, an anonymous volume:
 //     an empty snapshot seeded with the image's content at that path, which
 //     Remove deletes.
