@@ -46,10 +46,14 @@ type pullReport struct {
 }
 
 // PullImage fetches ref, reporting each line of the service's progress
-// stream to progress (which may be nil). Registries on a loopback address
-// are pulled from without TLS verification: the stand-in registries of
-// tests and air-gapped mirrors there are plain HTTP. A ref that cannot be
-// had is runtime.ErrImageNotFound.
+// stream to progress (which may be nil). A name without a registry means
+// Docker Hub, as it does for Docker ("postgres:16" is
+// docker.io/library/postgres:16), whatever the service's short-name
+// settings (Debian's default has no search registry at all); ImageExists
+// and Run then find it under the short name too. Registries on a loopback
+// address are pulled from without TLS verification: the stand-in
+// registries of tests and air-gapped mirrors there are plain HTTP. A ref
+// that cannot be had is runtime.ErrImageNotFound.
 func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.ProgressFunc) error {
 	const op = opPull
 	conn, svc, err := r.connect(ctx, op, ref)
@@ -57,7 +61,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.Pr
 		return err
 	}
 	q := url.Values{
-		"reference": {ref},
+		"reference": {dockerHubRef(ref)},
 		"quiet":     {"false"},
 		"policy":    {"always"},
 	}
@@ -115,6 +119,20 @@ func progressEvent(ref, line string) runtime.PullProgress {
 		}
 	}
 	return ev
+}
+
+// dockerHubRef qualifies a ref without a registry the way Docker does:
+// "busybox" is docker.io/library/busybox, "org/app:1" docker.io/org/app:1.
+func dockerHubRef(ref string) string {
+	first, rest, ok := strings.Cut(ref, "/")
+	switch {
+	case ok && (strings.ContainsAny(first, ".:") || first == "localhost" || strings.HasPrefix(first, "[")):
+		return ref
+	case ok:
+		return "docker.io/" + first + "/" + rest
+	default:
+		return "docker.io/library/" + ref
+	}
 }
 
 // isLoopbackRegistry reports whether ref names a registry on a loopback

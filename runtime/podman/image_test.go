@@ -31,6 +31,24 @@ func TestIsLoopbackRegistry(t *testing.T) {
 	}
 }
 
+func TestDockerHubRef(t *testing.T) {
+	cases := map[string]string{
+		"postgres:16-alpine":            "docker.io/library/postgres:16-alpine",
+		"busybox":                       "docker.io/library/busybox",
+		"org/app:1":                     "docker.io/org/app:1",
+		"org/team/app@sha256:abc":       "docker.io/org/team/app@sha256:abc",
+		"docker.io/library/redis:8":     "docker.io/library/redis:8",
+		"127.0.0.1:5055/sandboxer/x:1":  "127.0.0.1:5055/sandboxer/x:1",
+		"localhost/sandboxer-dev/bb":    "localhost/sandboxer-dev/bb",
+		"quay.io/podman/hello":          "quay.io/podman/hello",
+		"[::1]:5000/x":                  "[::1]:5000/x",
+		"registry.internal:443/app:1.2": "registry.internal:443/app:1.2",
+	}
+	for in, want := range cases {
+		assert.Equal(t, want, dockerHubRef(in), "dockerHubRef(%q)", in)
+	}
+}
+
 func TestProgressEvent(t *testing.T) {
 	cases := []struct {
 		line string

@@ -29,8 +29,26 @@
 // Podman's default of 1048576 would fail every start. A memory, CPU or
 // pids limit that the service would drop (rootless Podman on cgroup v1
 // only warns) is runtime.ErrUnsupported unless WithUnenforcedLimits is
-// given. Containers are never privileged and get no mounts besides the
-// requested tmpfs and the image's anonymous volumes, which Remove deletes.
+// given. Containers are never privileged, do not inherit the service's
+// proxy variables, and get no mounts besides the requested tmpfs and the
+// image's anonymous volumes, which Remove deletes. Beyond the port,
+// WithLifetime gives every container a hard deadline enforced by conmon, a
+// backstop for orphans where no janitor runs.
+//
+// Where Podman differs from Docker:
+//   - A container's Image is the name Podman resolved, fully qualified
+//     ("docker.io/library/postgres:16-alpine" for "postgres:16-alpine").
+//   - The image's own labels are merged into the container's, as Docker
+//     does too.
+//   - Each exec keeps its two conmon processes for the service's
+//     exit_command_delay (300 s by default) after the exit; the sessions are
+//     removed at once where the API allows it (libpod 4.8 and later).
+//     hack/env/podman.sh runs the test service with 15 s.
+//   - Podman 4.3 binds a container's host ports in the service process
+//     before the start and, when the start fails, releases them only at the
+//     service's next garbage collection (seconds to about two minutes),
+//     although Run has removed the container. Ephemeral host ports are
+//     unaffected; a fixed host port may stay busy that long.
 package podman
 
 import (
