@@ -36,8 +36,14 @@ answers() {
 	[ -S "$SOCK" ] && curl -fsS --max-time 2 --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1
 }
 
+# ours reports whether the PID file names a live `podman system service` on
+# our socket (a PID reused by another process after a reboot is not ours).
 ours() {
-	[ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+	local pid
+	[ -f "$PIDFILE" ] || return 1
+	pid=$(cat "$PIDFILE")
+	[ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "system service --time=0 unix://$SOCK"
 }
 
 # hard_limit PID NAME prints the hard limit NAME ("open files", "processes")
@@ -150,6 +156,10 @@ up)
 	echo "CONTAINER_HOST=unix://$SOCK"
 	;;
 down)
+	if [ -f "$PIDFILE" ] && ! ours; then
+		log "podman: $PIDFILE names no service of ours (stale), removing it"
+		rm -f "$PIDFILE"
+	fi
 	stop_daemon "$PIDFILE" "podman service"
 	# Only our own socket: a service we did not start keeps its socket.
 	answers || rm -f "$SOCK"
