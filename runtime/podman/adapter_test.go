@@ -276,3 +276,23 @@ func TestExec(t *testing.T) {
 		assert.Contains(t, err.Error(), spec.Name)
 	})
 }
+
+// TestStopKillCreatedAreNoError: a container that was created and never
+// started is not running, so stop and kill have nothing to do.
+func TestStopKillCreatedAreNoError(t *testing.T) {
+	r := newTestRuntime(t)
+	ctx := testCtx(t)
+	spec := sleeper(busybox(t, r), "sandboxer-test-created-"+randomSuffix(t), testLabels(t, r))
+	c, err := r.Create(ctx, spec)
+	require.NoError(t, err)
+	require.Equal(t, runtime.StateCreated, c.State)
+
+	assert.NoError(t, r.Stop(ctx, spec.Name, time.Second), "stop")
+	assert.NoError(t, r.Kill(ctx, spec.Name), "kill")
+	got, err := r.Inspect(ctx, spec.Name)
+	require.NoError(t, err)
+	assert.NotEqual(t, runtime.StateRunning, got.State)
+	assert.NoError(t, r.Remove(ctx, spec.Name), "remove")
+	_, err = r.Inspect(ctx, spec.Name)
+	assert.ErrorIs(t, err, runtime.ErrNotFound)
+}
