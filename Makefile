@@ -13,7 +13,7 @@ export CGO_ENABLED := 0
 SANDBOXER_REQUIRE ?= docker
 TEST_TIMEOUT ?= 60m
 
-.PHONY: help build env env-down images test test-unit ci lint fmt bench clean
+.PHONY: help build demo env env-down images test test-unit ci lint fmt bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -21,6 +21,12 @@ help: ## list the targets
 build: ## build the CLI into bin/sandboxer
 	@if [ -d cmd/sandboxer ]; then $(GO) build -o bin/sandboxer ./cmd/sandboxer && echo bin/sandboxer; \
 	else echo "cmd/sandboxer does not exist yet: nothing to build"; $(GO) build ./...; fi
+
+demo: ## offline demo: stand-ins, postgres+redis+mongo with real clients, env masked, teardown
+	hack/env.sh up
+	$(GO) build -o bin/sandboxer ./cmd/sandboxer
+	$(GO) build -o bin/democlient ./cmd/sandboxer/democlient
+	set -a; . build/images.env; set +a; bin/sandboxer doctor && bin/sandboxer run --services postgres,redis,mongo -- bin/democlient
 
 env: ## install packages, start runtimes, build+serve stand-in images, write build/images.env
 	hack/env.sh up
