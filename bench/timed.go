@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// timedRuntime wraps the runtime the provisioner drives to record how long
+// each probe exec took, so that a provision's time can be split into its
+// phases (see phases).
+type timedRuntime struct {
+	runtime.ContainerRuntime
+	mu    sync.Mutex
+	execs map[string][]time.Duration // by container reference
+}
+
+func newTimedRuntime(rt runtime.ContainerRuntime) *timedRuntime {
+	return &timedRuntime{ContainerRuntime: rt, execs: map[string][]time.Duration{}}
+}
+
+// Exec runs the exec and records its duration.
+func (t *timedRuntime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (runtime.ExecResult, error) {
+	start := time.Now()
+	res, err := t.ContainerRuntime.Exec(ctx, ref, spec)
+	d := time.Since(start)
+	t.mu.Lock()
+	t.execs[ref] = append(t.execs[ref], d)
+	t.mu.Unlock()
+	return res, err
+}
+
+// lastExecs returns the durations of the last n execs in ref.
+func (t *timedRuntime) lastExecs(ref string, n int) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	all := t.execs[ref]
+	return append([]time.Duration(nil), all[max(0, len(all)-n):]...)
+}
+
+// events records the provisioner's lifecycle events by owner and service.
+type events struct {
+	mu  sync.Mutex
+	evs map[[2]string][]provision.Event
+}
+
+func newEvents() *events { return &events{evs: map[[2]string][]provision.Event{}} }
+
+func (e *events) record(ev provision.Event) {
+	if ev.Kind == provision.EventPullProgress {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := [2]string{ev.Owner, ev.Service}
+	e.evs[k] = append(e.evs[k], ev)
+}
+
+// find returns the last event of kind for owner and service.
+func (e *events) find(owner, service string, kind provision.EventKind) (provision.Event, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	evs := e.evs[[2]string{owner, service}]
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == kind {
+			return evs[i], true
+		}
+	}
+	return provision.Event{}, false
+}
