@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,6 +132,15 @@ func (e *provEnv) warm(ctx context.Context) {
 	}
 }
 
+// countPulls returns an event callback that counts image pulls.
+func countPulls(n *atomic.Int32) func(provision.Event) {
+	return func(ev provision.Event) {
+		if ev.Kind == provision.EventPullStart {
+			n.Add(1)
+		}
+	}
+}
+
 func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -150,7 +160,8 @@ func TestProvisionHostMode(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, b backend) {
 		e := newProvEnv(t, b)
 		ctx := testCtx(t, 5*time.Minute)
-		p := e.provisioner(nil)
+		var pulls atomic.Int32
+		p := e.provisioner(func(o *provision.Options) { o.OnEvent = countPulls(&pulls) })
 		id := e.owner("host")
 		var before []string
 		if b.danglingVolumes != nil {
@@ -162,7 +173,7 @@ func TestProvisionHostMode(t *testing.T) {
 		start := time.Now()
 		sb, err := p.Provision(ctx, id, trio)
 		require.NoError(t, err)
-		t.Logf("trio provisioned in %s (host mode)", time.Since(start).Round(time.Millisecond))
+		t.Logf("trio provisioned in %s (host mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
 		env := sb.Map()
 
 		for _, c := range sb.Containers {
@@ -248,13 +259,14 @@ func TestProvisionSiblingMode(t *testing.T) {
 		e := newProvEnv(t, b)
 		ctx := testCtx(t, 5*time.Minute)
 		network := e.network(ctx)
-		p := e.provisioner(func(o *provision.Options) { o.Network = network })
+		var pulls atomic.Int32
+		p := e.provisioner(func(o *provision.Options) { o.Network = network; o.OnEvent = countPulls(&pulls) })
 		id := e.owner("sib")
 
 		start := time.Now()
 		sb, err := p.Provision(ctx, id, trio)
 		require.NoError(t, err)
-		t.Logf("trio provisioned in %s (sibling mode)", time.Since(start).Round(time.Millisecond))
+		t.Logf("trio provisioned in %s (sibling mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
 		for _, c := range sb.Containers {
 			ctr, err := b.rt.Inspect(ctx, c.ID)
 			require.NoError(t, err)
