@@ -12,7 +12,9 @@ import (
 
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/podman"
 )
 
 // backend is one runtime the lifecycle tests run against.
@@ -31,10 +33,11 @@ type runtimeCandidate struct {
 	connect func(t *testing.T) backend
 }
 
-// runtimeCandidates are the runtimes the integration tests cover. Podman
-// and containerd join here when their adapters land.
+// runtimeCandidates are the runtimes the integration tests cover.
 var runtimeCandidates = []runtimeCandidate{
 	{name: "docker", connect: connectDocker},
+	{name: "podman", connect: connectPodman},
+	{name: "containerd", connect: connectContainerd},
 }
 
 // forEachRuntime runs fn as a subtest per runtime candidate, named after
@@ -80,4 +83,37 @@ func connectDocker(t *testing.T) backend {
 			return names, nil
 		},
 	}
+}
+
+// connectPort pings rt and registers its Close; a runtime that does not
+// answer ends the test through testenv.Unavailable.
+func connectPort(t *testing.T, name string, rt runtime.ContainerRuntime, err error) runtime.ContainerRuntime {
+	t.Helper()
+	if err != nil {
+		testenv.Unavailable(t, name, "%v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := rt.Version(ctx); err != nil {
+		testenv.Unavailable(t, name, "%v", err)
+	}
+	return rt
+}
+
+// connectPodman connects to the libpod service of CONTAINER_HOST (or the
+// default sockets). Its volume check is left out: the per-test volume
+// assertions are made on Docker, and the conformance suite proves that
+// Remove deletes anonymous volumes on every backend.
+func connectPodman(t *testing.T) backend {
+	t.Helper()
+	rt, err := podman.New()
+	return backend{name: "podman", rt: connectPort(t, "podman", rt, err)}
+}
+
+// connectContainerd connects to CONTAINERD_ADDRESS in CONTAINERD_NAMESPACE.
+func connectContainerd(t *testing.T) backend {
+	t.Helper()
+	rt, err := containerd.New()
+	return backend{name: "containerd", rt: connectPort(t, "containerd", rt, err)}
 }
