@@ -1,0 +1,230 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// TestImageMissingForOneOfThree: one of three services names an image
+// that cannot be had. The provision fails loud, naming that service and
+// image with the image-not-found kind, after the other two (started in
+// parallel, possibly mid-run or mid-probe) are rolled back: when it
+// returns, no container carries the test's sandbox label.
+func TestImageMissingForOneOfThree(t *testing.T) {
+	registry := testenv.Getenv("SANDBOXER_REGISTRY")
+	missing := []struct {
+		name    string
+		service string
+		ref     func() string
+	}{
+		{"AbsentFromTheRegistry", "redis", func() string {
+			if registry == "" {
+				return "127.0.0.1:1/sandboxer/does-not-exist:" + randHex(4)
+			}
+			return registry + "/sandboxer/does-not-exist:" + randHex(4)
+		}},
+		{"RegistryUnreachable", "postgres", func() string { return "127.0.0.1:1/sandboxer/postgres:" + randHex(4) }},
+	}
+	forEachRuntime(t, nil, func(t *testing.T, b backend) {
+		for _, tt := range missing {
+			t.Run(tt.name, func(t *testing.T) {
+				e := newFenv(t, b)
+				ctx := testCtx(t, 3*time.Minute)
+				e.warm(ctx)
+				ref := tt.ref()
+				rec := &recorder{ContainerRuntime: b.rt}
+				p, err := provision.New(rec, provision.Options{
+					LabelPrefix: e.prefix,
+					Images:      merge(e.images, map[string]string{tt.service: ref}),
+					Getenv:      func(string) string { return "" },
+				})
+				require.NoError(t, err)
+
+				start := time.Now()
+				_, err = p.Provision(ctx, "noimg", trio)
+				elapsed := time.Since(start)
+				require.Error(t, err)
+				t.Logf("failed after %s: %v", elapsed.Round(time.Millisecond), err)
+				var pe *provision.Error
+				require.ErrorAs(t, err, &pe)
+				assert.Equal(t, tt.service, pe.Service, "the failing service")
+				assert.Equal(t, "pull", pe.Stage)
+				assert.Equal(t, ref, pe.Image)
+				assert.ErrorIs(t, err, runtime.ErrImageNotFound)
+				assert.Contains(t, err.Error(), ref, "the message names the image")
+				assert.NoError(t, pe.Rollback, "a clean rollback")
+				assert.Empty(t, names(e.sandboxes(ctx)), "zero containers left, checked as soon as Provision returns")
+				t.Logf("the other services ran %d container(s) before the rollback", len(rec.ran()))
+			})
+		}
+	})
+}
+
+// stuckRedis is redis whose probe never passes: each attempt prints which
+// attempt it is (counted in the sandbox) and fails, and its deadline is
+// short. Its siblings keep their own, long, deadlines.
+type stuckRedis struct{ engines.Redis }
+
+const stuckDeadline = 3 * time.Second
+
+func (stuckRedis) Spec() engines.Spec {
+	s := engines.Redis{}.Spec()
+	s.ReadyTimeout = stuckDeadline
+	return s
+}
+
+func (stuckRedis) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.ProbeStep {
+	return []engines.ProbeStep{{
+		Cmd: []string{"sh", "-c", `n=$(( $(cat /tmp/sbx-attempts 2>/dev/null || echo 0) + 1 )); echo $n > /tmp/sbx-attempts; ` +
+			`echo "warming up"; echo "not ready yet: attempt $n" >&2; exit 1`},
+		Check: engines.ExitZero,
+	}}
+}
+
+// TestProbeNeverReady: a probe that never passes, with a short deadline,
+// while two siblings are still coming up. The provision fails after that
+// deadline (not the siblings' minute) with the not-ready kind, the error
+// carries the probe's LAST output (not the first), one line, and every
+// sandbox of the call is gone when it returns.
+func TestProbeNeverReady(t *testing.T) {
+	forEachRuntime(t, nil, func(t *testing.T, b backend) {
+		e := newFenv(t, b)
+		ctx := testCtx(t, 3*time.Minute)
+		e.warm(ctx)
+		reg := engines.MustRegistry(engines.Postgres{}, stuckRedis{}, engines.Mongo{})
+		rec := &recorder{ContainerRuntime: b.rt}
+		p, err := provision.New(rec, provision.Options{
+			Registry: reg, LabelPrefix: e.prefix, Images: e.images, Getenv: func(string) string { return "" },
+		})
+		require.NoError(t, err)
+
+		start := time.Now()
+		_, err = p.Provision(ctx, "stuck", trio)
+		elapsed := time.Since(start)
+		require.Error(t, err)
+		t.Logf("failed after %s: %v", elapsed.Round(time.Millisecond), err)
+		var pe *provision.Error
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "redis", pe.Service)
+		assert.Equal(t, "probe", pe.Stage)
+		assert.ErrorIs(t, err, provision.ErrNotReady)
+		assert.GreaterOrEqual(t, elapsed, stuckDeadline, "the probe had its whole deadline")
+		assert.Less(t, elapsed, stuckDeadline+30*time.Second, "the failure does not wait for the siblings' deadlines")
+
+		attempts := rec.execs(pe.Container)
+		require.Positive(t, attempts, "the probe ran")
+		last := fmt.Sprintf("not ready yet: attempt %d", attempts)
+		assert.Equal(t, "warming up\n"+last, pe.ProbeOutput, "the last attempt's output, stdout then stderr")
+		assert.Contains(t, err.Error(), "last probe output: warming up | "+last)
+		assert.NotContains(t, err.Error(), "\n", "one line")
+		assert.NoError(t, pe.Rollback, "a clean rollback")
+		assert.Empty(t, names(e.sandboxes(ctx)), "zero containers left, checked as soon as Provision returns")
+		for _, pw := range rec.passwords() {
+			assert.NotContains(t, err.Error(), pw)
+		}
+	})
+}
+
+// recorder wraps a runtime to count probe execs per container and to
+// remember the passwords of what it runs.
+type recorder struct {
+	runtime.ContainerRuntime
+	mu     sync.Mutex
+	runs   []string
+	pws    []string
+	names  map[string]string // container ID -> name
+	nexecs map[string]int    // by container name
+}
+
+func (r *recorder) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	r.mu.Lock()
+	r.runs = append(r.runs, spec.Name)
+	r.pws = append(r.pws, secretsOf(spec)...)
+	r.mu.Unlock()
+	c, err := r.ContainerRuntime.Run(ctx, spec)
+	if err == nil {
+		r.mu.Lock()
+		if r.names == nil {
+			r.names = map[string]string{}
+		}
+		r.names[c.ID] = spec.Name
+		r.mu.Unlock()
+	}
+	return c, err
+}
+
+// Exec counts the execs that completed (whatever their exit code).
+func (r *recorder) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (runtime.ExecResult, error) {
+	res, err := r.ContainerRuntime.Exec(ctx, ref, spec)
+	if err == nil {
+		r.mu.Lock()
+		if r.nexecs == nil {
+			r.nexecs = map[string]int{}
+		}
+		name := ref
+		if n, ok := r.names[ref]; ok {
+			name = n
+		}
+		r.nexecs[name]++
+		r.mu.Unlock()
+	}
+	return res, err
+}
+
+// execs is the number of completed execs in the container named name.
+func (r *recorder) execs(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.nexecs[name]
+}
+
+func (r *recorder) ran() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.runs...)
+}
+
+func (r *recorder) passwords() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.pws...)
+}
+
+// secretsOf returns the generated passwords (32 hex characters) in a run
+// spec's env and command.
+func secretsOf(spec runtime.RunSpec) []string {
+	var out []string
+	vals := append([]string(nil), spec.Command...)
+	for _, v := range spec.Env {
+		vals = append(vals, v)
+	}
+	for _, v := range vals {
+		if len(v) == 2*engines.PasswordBytes && strings.Trim(v, "0123456789abcdef") == "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
