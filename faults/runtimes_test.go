@@ -16,7 +16,9 @@ import (
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/podman"
 )
 
 // trio is every engine, in registry order.
@@ -55,10 +57,11 @@ type runtimeCandidate struct {
 }
 
 // runtimeCandidates are the runtimes the fault tests cover: the same list
-// as integration/runtimes_test.go. Podman and containerd join both when
-// their adapters land there.
+// as integration/runtimes_test.go.
 var runtimeCandidates = []runtimeCandidate{
 	{name: docker.Name, connect: connectDocker},
+	{name: podman.Name, connect: connectPodman},
+	{name: containerd.Name, connect: connectContainerd},
 }
 
 // forEachRuntime runs fn as a subtest per runtime candidate, named after
@@ -114,6 +117,45 @@ func connectDocker(t *testing.T, logger *slog.Logger) backend {
 			}, nil
 		},
 	}
+}
+
+// connectPort pings rt and registers its Close; a runtime that does not
+// answer ends the test through testenv.Unavailable.
+func connectPort(t *testing.T, name string, rt runtime.ContainerRuntime, err error) runtime.ContainerRuntime {
+	t.Helper()
+	if err != nil {
+		testenv.Unavailable(t, name, "%v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := rt.Version(ctx); err != nil {
+		testenv.Unavailable(t, name, "%v", err)
+	}
+	return rt
+}
+
+// connectPodman connects to the libpod service of CONTAINER_HOST (or the
+// default sockets).
+func connectPodman(t *testing.T, logger *slog.Logger) backend {
+	t.Helper()
+	var opts []podman.Option
+	if logger != nil {
+		opts = append(opts, podman.WithLogger(logger))
+	}
+	rt, err := podman.New(opts...)
+	return backend{name: podman.Name, rt: connectPort(t, podman.Name, rt, err)}
+}
+
+// connectContainerd connects to CONTAINERD_ADDRESS in CONTAINERD_NAMESPACE.
+func connectContainerd(t *testing.T, logger *slog.Logger) backend {
+	t.Helper()
+	var opts []containerd.Option
+	if logger != nil {
+		opts = append(opts, containerd.WithLogger(logger))
+	}
+	rt, err := containerd.New(opts...)
+	return backend{name: containerd.Name, rt: connectPort(t, containerd.Name, rt, err)}
 }
 
 // fenv is one fault test's world on a runtime: a label prefix of its own,
