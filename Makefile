@@ -52,7 +52,9 @@ fmt: ## gofmt -w
 	gofmt -w $$(git ls-files '*.go')
 
 bench: ## benchmarks (see bench/)
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	set -o pipefail; mkdir -p bench/results; \
+	$(GO) test -run '^$$' -bench . -benchmem ./provision/ ./engines/ ./janitor/ | tee bench/results/go-bench.txt
+	$(GO) run ./bench/cmd/sandboxer-bench -runtime "$${SANDBOXER_BENCH_RUNTIMES:-all}" -n "$${SANDBOXER_BENCH_N:-5}"
 
 clean: ## remove build outputs (not the caches under ~/.cache/sandboxer)
 	rm -rf bin build/*.log
