@@ -33,6 +33,36 @@ func benchFake(b *testing.B) *fakeruntime.Runtime {
 	return f
 }
 
+// freshEvery bounds the containers one fake runtime ever holds: the fake
+// never reuses an address, and has about 64000 per network.
+const freshEvery = 5000
+
+// benchWorld is a fake runtime and a provisioner on it, replaced by fresh
+// ones every freshEvery iterations.
+type benchWorld struct {
+	b       *testing.B
+	network string
+	n       int
+	p       *provision.Provisioner
+}
+
+func newBenchWorld(b *testing.B, network string) *benchWorld {
+	w := &benchWorld{b: b, network: network}
+	w.p = benchProvisioner(b, benchFake(b), network)
+	return w
+}
+
+// next returns the provisioner and a fresh owner id for one iteration.
+func (w *benchWorld) next() (*provision.Provisioner, string) {
+	w.n++
+	if w.n%freshEvery == 0 {
+		w.b.StopTimer()
+		w.p = benchProvisioner(w.b, benchFake(w.b), w.network)
+		w.b.StartTimer()
+	}
+	return w.p, fmt.Sprintf("b%d", w.n)
+}
+
 func benchProvisioner(b *testing.B, f *fakeruntime.Runtime, network string) *provision.Provisioner {
 	b.Helper()
 	if network != "" {
@@ -62,14 +92,11 @@ func BenchmarkProvisionFake(b *testing.B) {
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			f := benchFake(b)
-			p := benchProvisioner(b, f, tc.network)
+			w := newBenchWorld(b, tc.network)
 			ctx := context.Background()
 			b.ReportAllocs()
-			i := 0
 			for b.Loop() {
-				owner := fmt.Sprintf("b%d", i)
-				i++
+				p, owner := w.next()
 				if _, err := p.Provision(ctx, owner, tc.services); err != nil {
 					b.Fatal(err)
 				}
@@ -83,16 +110,13 @@ func BenchmarkProvisionFake(b *testing.B) {
 
 // BenchmarkTeardownFake times a teardown of the trio alone.
 func BenchmarkTeardownFake(b *testing.B) {
-	f := benchFake(b)
-	p := benchProvisioner(b, f, "sbxnet")
+	w := newBenchWorld(b, "sbxnet")
 	ctx := context.Background()
 	trio := []string{"postgres", "redis", "mongo"}
 	b.ReportAllocs()
-	i := 0
 	for b.Loop() {
+		p, owner := w.next()
 		b.StopTimer()
-		owner := fmt.Sprintf("t%d", i)
-		i++
 		if _, err := p.Provision(ctx, owner, trio); err != nil {
 			b.Fatal(err)
 		}
