@@ -17,7 +17,8 @@ answers() { docker -H "unix://$SOCK" version --format '{{.Server.Version}}' >/de
 
 case "${1:-up}" in
 up)
-	need_pkgs docker.io iptables
+	# With recommends, as verified on this machine kind (cgroupfs-mount, xz-utils...).
+	APT_RECOMMENDS=1 need_pkgs docker.io iptables
 	if answers; then
 		log "docker: already answering on $SOCK (not started by us)"
 	else

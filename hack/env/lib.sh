@@ -3,7 +3,8 @@
 
 log() { printf '[env] %s\n' "$*" >&2; }
 
-# need_pkgs PKG... installs the Debian packages that are not installed yet.
+# need_pkgs PKG... installs the Debian packages that are not installed yet
+# (without recommends, unless APT_RECOMMENDS=1).
 need_pkgs() {
 	local missing=()
 	local p
@@ -18,7 +19,9 @@ need_pkgs() {
 		if [ ! -f /var/lib/apt/lists/sandboxer-updated ] || [ -n "$(find /var/lib/apt/lists/sandboxer-updated -mmin +720 2>/dev/null)" ]; then
 			apt-get update -q >&2 && touch /var/lib/apt/lists/sandboxer-updated
 		fi
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+		local rec=--no-install-recommends
+		[ "${APT_RECOMMENDS:-0}" = 1 ] && rec=
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $rec "${missing[@]}" >&2
 	) 9>/var/lock/sandboxer-apt.lock
 }
 
