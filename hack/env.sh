@@ -3,8 +3,8 @@
 #
 # up (what `make env` runs; idempotent):
 #   - installs the Debian packages the build needs,
-#   - brings up each runtime of SANDBOXER_RUNTIMES (default: every runtime
-#     with a hack/env/<runtime>.sh script) — starting daemons only when none
+#   - brings up each runtime of SANDBOXER_RUNTIMES (default: docker, podman
+#     and containerd, each through hack/env/<runtime>.sh) — starting daemons only when none
 #     answers, and recording what it started under build/run/,
 #   - builds (cached under ~/.cache/sandboxer) and serves the stand-in
 #     images from a registry on 127.0.0.1 (hack/images.sh),
@@ -20,11 +20,11 @@ runtimes() {
 		echo "$SANDBOXER_RUNTIMES" | tr ',' ' '
 		return
 	fi
-	local f
-	for f in hack/env/*.sh; do
-		case "$(basename "$f")" in lib.sh) continue ;; esac
-		basename "$f" .sh
+	local rt
+	for rt in docker podman containerd; do
+		[ -x "hack/env/$rt.sh" ] && echo "$rt"
 	done
+	return 0
 }
 
 up() {
