@@ -54,7 +54,7 @@ fmt: ## gofmt -w
 bench: ## benchmarks (see bench/)
 	set -o pipefail; mkdir -p bench/results; \
 	$(GO) test -run '^$$' -bench . -benchmem ./provision/ ./engines/ ./janitor/ | tee bench/results/go-bench.txt
-	$(GO) run ./bench/cmd/sandboxer-bench -runtime "$${SANDBOXER_BENCH_RUNTIMES:-all}" -n "$${SANDBOXER_BENCH_N:-5}"
+	$(GO) run ./bench/cmd/sandboxer-bench -runtime "$${SANDBOXER_BENCH_RUNTIMES:-all}" -n "$${SANDBOXER_BENCH_N:-10}"
 
 clean: ## remove build outputs (not the caches under ~/.cache/sandboxer)
 	rm -rf bin build/*.log

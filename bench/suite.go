@@ -43,6 +43,8 @@ const (
 	FigOwnersOK      = "owners at once: provisioned"
 	FigOwnersP50     = "owners at once: p50"
 	FigOwnersP95     = "owners at once: p95"
+	FigOwnersExecs   = "owners at once: probe execs"
+	FigOwnersExecMed = "owners at once: one probe exec, median"
 	FigRawOwnersOK   = "baseline: owners at once: logged in"
 	FigRawOwnersP50  = "baseline: owners at once: p50"
 	FigRawOwnersP95  = "baseline: owners at once: p95"
@@ -65,6 +67,9 @@ func figRawRun(engine string) string {
 }
 func figAttempts(engine string) string { return "  " + engine + ": probe attempts" }
 func figPassing(engine string) string  { return "  " + engine + ": the passing probe attempt (exec)" }
+func figExecTime(engine string) string {
+	return "  " + engine + ": time inside probe execs, all attempts"
+}
 
 // Suite is the end-to-end benchmark on one runtime.
 type Suite struct {
@@ -239,6 +244,7 @@ func (s *Suite) declare() {
 		add(&Figure{Name: figReady(n), Unit: UnitMS})
 		add(&Figure{Name: figAttempts(n), Unit: UnitCount})
 		add(&Figure{Name: figPassing(n), Unit: UnitMS, Note: "every step of the last attempt, exec included"})
+		add(&Figure{Name: figExecTime(n), Unit: UnitMS, Note: "the rest of started-to-ready is the pauses between attempts and the port check"})
 	}
 	add(&Figure{Name: FigTrio, Unit: UnitMS, Target: ratio(1.15), Compare: FigRawTrio, Note: "vs the slowest single-engine baseline"})
 	add(&Figure{Name: FigRawTrio, Unit: UnitMS, Note: "runtime API, the three started together; until the last login"})
@@ -259,6 +265,8 @@ func (s *Suite) declare() {
 	add(&Figure{Name: FigOwnersOK, Unit: UnitCount, Target: &Target{Kind: TargetMin, Value: float64(s.Owners)}, Note: fmt.Sprintf("of %d owners provisioning postgres at once", s.Owners)})
 	add(&Figure{Name: FigOwnersP50, Unit: UnitMS, Baseline: FigRawOwnersP50, Note: "latency of each owner's Provision from the common start"})
 	add(&Figure{Name: FigOwnersP95, Unit: UnitMS, Baseline: FigRawOwnersP95})
+	add(&Figure{Name: FigOwnersExecs, Unit: UnitCount, Note: "docker/podman/ctr exec calls made by the probes of all owners"})
+	add(&Figure{Name: FigOwnersExecMed, Unit: UnitMS, Note: "one exec (pg_isready or psql) under that load"})
 	add(&Figure{Name: FigRawOwnersOK, Unit: UnitCount, Note: fmt.Sprintf("of %d runtime API runs + logins at once", s.Owners)})
 	add(&Figure{Name: FigRawOwnersP50, Unit: UnitMS})
 	add(&Figure{Name: FigRawOwnersP95, Unit: UnitMS})
@@ -409,6 +417,7 @@ func (s *Suite) phases(sb provision.Sandbox, engine string) {
 		pass += d
 	}
 	s.sample(figPassing(engine), ms(pass))
+	s.sample(figExecTime(engine), ms(s.timed.execTotal(sb.Containers[0].ID)))
 }
 
 // firstLogin logs in once, without retry, with the URL the sandbox
@@ -799,12 +808,22 @@ func (s *Suite) owners(ctx context.Context, p *provision.Provisioner, r int) {
 	_ = g.Wait()
 
 	s.Logger.Info("owners at once", "owners", s.Owners, "via", "Provision")
+	mark := s.timed.mark()
 	prov := run(func(i int) (time.Duration, string, error) {
 		start := time.Now()
 		_, err := p.Provision(ctx, fmt.Sprintf("o%d-%d", r, i), []string{"postgres"})
 		return time.Since(start), "", err
 	})
 	record(prov, FigOwnersOK, FigOwnersP50, FigOwnersP95, "owner")
+	execs := s.timed.since(mark)
+	s.sample(FigOwnersExecs, float64(len(execs)))
+	var ds []float64
+	for _, d := range execs {
+		ds = append(ds, ms(d))
+	}
+	if med, _, _ := Stats(ds); len(ds) > 0 {
+		s.sample(FigOwnersExecMed, med)
+	}
 	g = errgroup.Group{}
 	for i := range s.Owners {
 		g.Go(func() error { s.teardown(ctx, p, fmt.Sprintf("o%d-%d", r, i)); return nil })

@@ -16,6 +16,7 @@ type timedRuntime struct {
 	runtime.ContainerRuntime
 	mu    sync.Mutex
 	execs map[string][]time.Duration // by container reference
+	all   []time.Duration            // every exec, in completion order
 }
 
 func newTimedRuntime(rt runtime.ContainerRuntime) *timedRuntime {
@@ -29,8 +30,34 @@ func (t *timedRuntime) Exec(ctx context.Context, ref string, spec runtime.ExecSp
 	d := time.Since(start)
 	t.mu.Lock()
 	t.execs[ref] = append(t.execs[ref], d)
+	t.all = append(t.all, d)
 	t.mu.Unlock()
 	return res, err
+}
+
+// mark returns a position in the sequence of every exec, for since.
+func (t *timedRuntime) mark() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.all)
+}
+
+// since returns the durations of the execs completed after mark.
+func (t *timedRuntime) since(mark int) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]time.Duration(nil), t.all[mark:]...)
+}
+
+// execTotal is the time spent in every exec in ref.
+func (t *timedRuntime) execTotal(ref string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var sum time.Duration
+	for _, d := range t.execs[ref] {
+		sum += d
+	}
+	return sum
 }
 
 // lastExecs returns the durations of the last n execs in ref.

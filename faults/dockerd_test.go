@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,7 +66,7 @@ func startPrivateDockerd(t *testing.T) *privateDockerd {
 	if os.Geteuid() != 0 {
 		testenv.Unavailable(t, docker.Name, "a private dockerd needs root")
 	}
-	for _, bin := range []string{"dockerd", "containerd", "containerd-shim-runc-v2", "runc", "ip"} {
+	for _, bin := range []string{"dockerd", "containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			testenv.Unavailable(t, docker.Name, "a private dockerd needs %s: %v", bin, err)
 		}
@@ -231,21 +232,19 @@ func (d *privateDockerd) stop() {
 			rt.Close()
 		}
 	}
-	for _, p := range []struct {
-		cmd  *exec.Cmd
-		done chan struct{}
-	}{{d.dockerd, d.exited}, {d.ctrd, d.ctrdEnd}} {
-		if p.cmd == nil || closed(p.done) {
-			continue
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
+	stopProcess(d.dockerd, d.exited)
+	// A container whose start a dockerd crash interrupted can keep a task
+	// (and its shim) in containerd that the restarted dockerd removes the
+	// container without: delete every task and container of the private
+	// containerd before stopping it, then end any shim of ours left.
+	if !closed(d.ctrdEnd) {
+		for _, id := range strings.Fields(d.ctr("containers", "ls", "-q")) {
+			d.ctr("tasks", "delete", "--force", id)
+			d.ctr("containers", "delete", id)
 		}
 	}
+	stopProcess(d.ctrd, d.ctrdEnd)
+	killShims(t, filepath.Join(d.dir, "containerd.sock"))
 	if d.bridge != "" {
 		if _, err := net.InterfaceByName(d.bridge); err == nil {
 			if out, err := exec.Command("ip", "link", "del", d.bridge).CombinedOutput(); err != nil {
@@ -256,6 +255,60 @@ func (d *privateDockerd) stop() {
 	unmountUnder(t, d.dir)
 	if err := os.RemoveAll(d.dir); err != nil {
 		t.Logf("private dockerd cleanup: %v", err)
+	}
+}
+
+// ctr runs ctr against the private containerd, in dockerd's namespace, and
+// returns its output (errors are only logged: this is clean-up).
+func (d *privateDockerd) ctr(args ...string) string {
+	sock := filepath.Join(d.dir, "containerd.sock")
+	out, err := exec.Command("ctr", append([]string{"--address", sock, "--namespace", "moby"}, args...)...).CombinedOutput()
+	if err != nil {
+		d.t.Logf("private containerd cleanup: ctr %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+// stopProcess ends a daemon this test started: SIGTERM, then SIGKILL after
+// 30 s.
+func stopProcess(cmd *exec.Cmd, done chan struct{}) {
+	if cmd == nil || closed(done) {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// killShims kills the containerd shims (and what runs under them) that
+// serve the containerd at sock: only ours, since sock is in our temporary
+// directory.
+func killShims(t *testing.T, sock string) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(args) == 0 || !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") || !slices.Contains(args, sock) {
+			continue
+		}
+		t.Logf("private containerd cleanup: killing leftover shim %d (%s)", pid, strings.Join(args, " "))
+		// The shim's process group holds what it runs.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

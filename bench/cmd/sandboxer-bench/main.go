@@ -78,7 +78,7 @@ var backends = []backend{
 
 func main() {
 	testenv.Load()
-	defN := 5
+	defN := 10
 	if v := os.Getenv("SANDBOXER_BENCH_N"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -93,7 +93,7 @@ func main() {
 		owners       = flag.Int("owners", 20, "owners provisioning postgres at once")
 		ownersRounds = flag.Int("owners-rounds", 1, "rounds of the owners-at-once figure")
 		sweep        = flag.Int("sweep", 50, "real sandboxes per janitor sweep")
-		sweepRounds  = flag.Int("sweep-rounds", 0, "rounds of the real janitor sweeps (default: -n)")
+		sweepRounds  = flag.Int("sweep-rounds", 5, "rounds of the real janitor sweeps")
 		fake         = flag.Int("fake", 1000, "sandboxes per janitor sweep on the fake runtime")
 		imageChecks  = flag.Int("image-checks", 100, "image-present checks")
 		out          = flag.String("out", filepath.Join("bench", "results"), "directory for <runtime>.md and .json")
