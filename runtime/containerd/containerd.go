@@ -15,7 +15,8 @@
 //
 // The adapter runs on the daemon's host: CNI plugins run in this process's
 // network namespace, task logs and network definitions live in a local
-// state directory (WithStateDir, default /run/sandboxer/containerd-adapter),
+// state directory (WithStateDir, default /run/sandboxer/containerd-adapter:
+// network definitions, IP allocations, host port reservations, task logs),
 // and limits are checked against the host's cgroup controllers.
 //
 // What a container is made of:
@@ -35,10 +36,26 @@
 //     published, firewall), joined between task create and task start in
 //     the task's own network namespace (/proc/<pid>/ns/net: no netns file
 //     to leak), and left (CNI DEL) by Remove before the task is killed;
-//     published ports go through portmap, on 127.0.0.1 by default;
+//     published ports go through portmap, on 127.0.0.1 by default (see
+//     Host ports below);
 //   - for each VOLUME of the image that no tmpfs covers, an anonymous volume:
 //     an empty snapshot seeded with the image's content at that path, which
 //     Remove deletes.
+//
+// Host ports: portmap publishes a port with iptables DNAT rules alone, and
+// no socket holds the host port, so the kernel, Docker's port allocator and
+// Podman would all hand it out again. A host port of 0 therefore gets a port
+// from the adapter's own range, which by default lies above the kernel's
+// ephemeral range (/proc/sys/net/ipv4/ip_local_port_range; 61000-65535 with
+// Linux's default 32768-60999), where none of them allocate; when that
+// range reaches 65535, the 4096 ports below it. WithHostPortRange, else
+// SANDBOXER_CONTAINERD_HOST_PORTS ("first-last"), sets another. A port is
+// picked only if it can be bound on the host IP right now (for its
+// protocol) and no other container of the adapter holds it: every
+// container's host ports are reserved in the state dir under a file lock
+// (so concurrent runs in different processes never pick the same one) and
+// released by Remove. An explicit host port is published as asked (and
+// reserved, so that no pick hands it out).
 //
 // Container.Mounts lists the tmpfs mounts and the anonymous volumes, as
 // Docker does; like Docker it leaves out the kernel filesystems every
@@ -74,7 +91,7 @@ const (
 	// DefaultNamespace is the containerd namespace sandboxer works in.
 	DefaultNamespace = "sandboxer"
 	// DefaultStateDir is where the adapter keeps network definitions, IP
-	// allocations, task logs and FIFOs. It is on /run on purpose: none of it
+	// allocations, host port reservations, task logs and FIFOs. It is on /run on purpose: none of it
 	// outlives the host's containers, which do not survive a reboot either.
 	DefaultStateDir = "/run/sandboxer/containerd-adapter"
 
@@ -113,6 +130,7 @@ type Runtime struct {
 	cniDirs     []string
 	runcRoot    string
 	insecure    []string
+	portRange   portRange
 	snapshotter string
 	log         *slog.Logger
 	pingTimeout time.Duration
@@ -126,6 +144,7 @@ type options struct {
 	cniDirs   []string
 	runcRoot  string
 	insecure  []string
+	ports     *portRange
 	log       *slog.Logger
 }
 
@@ -145,7 +164,7 @@ func WithNamespace(ns string) Option {
 }
 
 // WithStateDir keeps the adapter's local state (network definitions, IP
-// allocations, task logs) in dir instead of DefaultStateDir. Every process
+// allocations, host port reservations, task logs) in dir instead of DefaultStateDir. Every process
 // that drives the same containers must use the same directory.
 func WithStateDir(dir string) Option {
 	return func(o *options) { o.stateDir = dir }
@@ -170,6 +189,17 @@ func WithRuncRoot(dir string) Option {
 // always are.
 func WithInsecureRegistries(hosts ...string) Option {
 	return func(o *options) { o.insecure = append(o.insecure, hosts...) }
+}
+
+// WithHostPortRange picks the host ports of ports published without one
+// (host port 0) from first-last, inclusive, instead of
+// SANDBOXER_CONTAINERD_HOST_PORTS or the default range above the kernel's
+// ephemeral range. Keep it clear of /proc/sys/net/ipv4/ip_local_port_range:
+// the kernel, Docker and Podman allocate from there, and cannot see the
+// adapter's ports (portmap holds no socket). Every process that drives the
+// same containers should use the same range.
+func WithHostPortRange(first, last int) Option {
+	return func(o *options) { o.ports = &portRange{First: first, Last: last} }
 }
 
 // WithLogger sets the logger for best-effort clean-ups (default
@@ -215,6 +245,10 @@ func New(opts ...Option) (*Runtime, error) {
 			o.insecure = append(o.insecure, h)
 		}
 	}
+	ports, err := hostPortRange(o.ports)
+	if err != nil {
+		return nil, runtime.NewError(Name, opConnect, o.address, nil, err)
+	}
 	c, err := client.New(o.address,
 		client.WithDefaultNamespace(o.namespace),
 		client.WithTimeout(pingTimeout))
@@ -229,6 +263,7 @@ func New(opts ...Option) (*Runtime, error) {
 		cniDirs:     o.cniDirs,
 		runcRoot:    o.runcRoot,
 		insecure:    o.insecure,
+		portRange:   ports,
 		snapshotter: defaults.DefaultSnapshotter,
 		log:         o.log,
 		pingTimeout: pingTimeout,

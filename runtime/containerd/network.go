@@ -65,12 +65,17 @@ func (r *Runtime) networkFile(name string) string {
 }
 
 // lockNetworks serialises changes to the network definitions across
-// processes (flock on a file of the state dir).
-func (r *Runtime) lockNetworks() (func(), error) {
-	if err := os.MkdirAll(r.networksDir(), 0o700); err != nil {
+// processes.
+func (r *Runtime) lockNetworks() (func(), error) { return lockFile(r.networksDir()) }
+
+// lockFile takes an exclusive flock on the file .lock of dir (made if
+// need be), which serialises a change to dir's contents across processes
+// (and across the open files of one process), and returns its release.
+func lockFile(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(r.networksDir(), ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +390,8 @@ type attachment struct {
 
 // attach adds the network namespace of process pid to the network (CNI
 // ADD) with the port mappings asked for, ephemeral host ports being chosen
-// here since portmap has none of its own.
+// (and every host port reserved) by bindPorts, since portmap has none of
+// its own.
 func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networkDef, ports []runtime.PortSpec) (*attachment, error) {
 	conflist, err := r.conflist(def, len(ports) > 0)
 	if err != nil {
@@ -395,7 +401,7 @@ func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networ
 	if err != nil {
 		return nil, fmt.Errorf("load network %s: %w", def.Name, err)
 	}
-	published, err := bindPorts(ports)
+	published, err := r.bindPorts(ctx, id, ports)
 	if err != nil {
 		return nil, err
 	}
@@ -438,43 +444,6 @@ func (r *Runtime) detach(ctx context.Context, id, netns string, rec *record) err
 // netnsPath is the network namespace of a process.
 func netnsPath(pid uint32) string {
 	return "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/ns/net"
-}
-
-// bindPorts fills in defaults (tcp, 127.0.0.1) and picks a free host port
-// for each port asked without one.
-func bindPorts(ports []runtime.PortSpec) ([]runtime.PortBinding, error) {
-	out := make([]runtime.PortBinding, 0, len(ports))
-	for _, p := range ports {
-		b := runtime.PortBinding{ContainerPort: p.ContainerPort, Protocol: p.Protocol, HostIP: p.HostIP, HostPort: p.HostPort}
-		if b.HostPort == 0 {
-			port, err := freePort(b.Protocol, b.HostIP)
-			if err != nil {
-				return nil, fmt.Errorf("pick a host port for %d/%s: %w", b.ContainerPort, b.Protocol, err)
-			}
-			b.HostPort = port
-		}
-		out = append(out, b)
-	}
-	return out, nil
-}
-
-// freePort asks the kernel for a free port on ip.
-func freePort(proto, ip string) (int, error) {
-	addr := net.JoinHostPort(ip, "0")
-	if proto == "udp" {
-		c, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			return 0, err
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port, nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // portMappings are the bindings in portmap's terms.

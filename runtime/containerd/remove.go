@@ -14,8 +14,8 @@ import (
 
 // Remove force-removes a container: it leaves its network first (CNI DEL,
 // while the task's network namespace still exists), then kills and deletes
-// the task, deletes the container with its snapshot, its anonymous volumes
-// and its log. An absent container is not an error.
+// the task, deletes the container with its snapshot, its anonymous volumes,
+// its log and its host port reservation. An absent container is not an error.
 func (r *Runtime) Remove(ctx context.Context, ref string) error {
 	const op = opRemove
 	ctx = r.ctx(ctx)
@@ -72,6 +72,9 @@ func (r *Runtime) remove(ctx context.Context, ref string) error {
 		return fmt.Errorf("delete container: %w", err)
 	}
 	var errs []error
+	if err := r.release(c.ID()); err != nil {
+		errs = append(errs, fmt.Errorf("release host ports: %w", err))
+	}
 	if err := r.removeVolumes(ctx, rec.Volumes); err != nil {
 		errs = append(errs, err)
 	}
