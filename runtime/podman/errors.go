@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -46,6 +48,10 @@ const (
 	causeNetworkExists   = "network already exists"
 	causeStateImproper   = "container state improper"
 	causeCtrStopped      = "container is stopped"
+	// causeAddrInUse is EADDRINUSE: the start could not bind a host port
+	// to publish (rootful Podman binds them in the service, rootless in
+	// rootlessport or pasta).
+	causeAddrInUse = "address already in use"
 )
 
 // wrap is the one place where an error of the libpod API becomes a
@@ -155,4 +161,47 @@ func apiError(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w (HTTP %d)", err, code)
+}
+
+// busyPortPatterns find the taken address (or port) in the root causes
+// of a start whose host port is taken, lower-cased:
+//   - rootful libpod: "cannot listen on the TCP port: listen tcp4
+//     127.0.0.1:38389: bind: address already in use";
+//   - rootlessport: "rootlessport listen tcp 127.0.0.1:54322: bind: ...";
+//   - pasta (Podman 5 rootless): "failed to bind port 8080 (address
+//     already in use) for option '-t 8080-8080:80-80'".
+var busyPortPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`listen (?:tcp|udp)[46]? (\S+): bind: address already in use`),
+	regexp.MustCompile(`failed to bind port (\d+) \(address already in use\)`),
+}
+
+// hostPortBusy reports whether err, from a container start, says that a
+// host port to publish was already taken (by another process, container
+// or runtime) and, when the message tells, which one: addr is
+// "127.0.0.1:38389" (or only "8080" where the backend names no address)
+// and port 38389, or "" and 0.
+func hostPortBusy(err error) (addr string, port int, busy bool) {
+	if err == nil {
+		return "", 0, false
+	}
+	_, cause := status(err)
+	if !hasCause(cause, causeAddrInUse) {
+		return "", 0, false
+	}
+	for _, re := range busyPortPatterns {
+		m := re.FindStringSubmatch(cause)
+		if m == nil {
+			continue
+		}
+		p := m[1]
+		if _, hp, err := net.SplitHostPort(m[1]); err == nil {
+			p = hp
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return m[1], 0, true
+		}
+		return m[1], n, true
+	}
+	return "", 0, true
 }

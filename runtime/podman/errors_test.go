@@ -139,3 +139,68 @@ func TestTranslate(t *testing.T) {
 		assert.NoError(t, translate("e", opInspect, "box", nil))
 	})
 }
+
+// TestHostPortBusy: the start errors that mean "a host port to publish was
+// taken", as the services send them. Podman 4.3.1's were recorded against
+// the Debian service; rootlessport's and pasta's are those of rootless
+// Podman 4 and 5.
+func TestHostPortBusy(t *testing.T) {
+	cases := []struct {
+		name     string
+		err      error
+		wantBusy bool
+		wantAddr string
+		wantPort int
+	}{
+		{
+			name:     "RootfulTCP",
+			err:      apiErr(500, "address already in use", "cannot listen on the TCP port: listen tcp4 127.0.0.1:38389: bind: address already in use"),
+			wantBusy: true, wantAddr: "127.0.0.1:38389", wantPort: 38389,
+		},
+		{
+			name:     "RootfulUDP",
+			err:      apiErr(500, "address already in use", "cannot listen on the UDP port: listen udp4 127.0.0.1:39873: bind: address already in use"),
+			wantBusy: true, wantAddr: "127.0.0.1:39873", wantPort: 39873,
+		},
+		{
+			name:     "WrappedByTheAdapter",
+			err:      fmt.Errorf("start: %w", apiErr(500, "address already in use", "cannot listen on the TCP port: listen tcp4 127.0.0.1:38389: bind: address already in use")),
+			wantBusy: true, wantAddr: "127.0.0.1:38389", wantPort: 38389,
+		},
+		{
+			name: "Rootlessport",
+			err: apiErr(500, "rootlessport listen tcp 127.0.0.1:54322: bind: address already in use",
+				"rootlessport listen tcp 127.0.0.1:54322: bind: address already in use"),
+			wantBusy: true, wantAddr: "127.0.0.1:54322", wantPort: 54322,
+		},
+		{
+			name: "Pasta",
+			err: apiErr(500, "pasta failed with exit code 1:\nFailed to bind port 8080 (Address already in use) for option '-t 8080-8080:8080-8080'",
+				"pasta failed with exit code 1:\nFailed to bind port 8080 (Address already in use) for option '-t 8080-8080:8080-8080'"),
+			wantBusy: true, wantAddr: "8080", wantPort: 8080,
+		},
+		{
+			name:     "BusyWithoutAnAddress",
+			err:      apiErr(500, "address already in use", "setting up the network: address already in use"),
+			wantBusy: true,
+		},
+		{
+			name: "StartFailureOfAnotherKind",
+			err: apiErr(500, "OCI runtime attempted to invoke a command that was not found",
+				`runc: runc create failed: unable to start container process: exec: "/nonexistent/binary": stat /nonexistent/binary: no such file or directory: OCI runtime attempted to invoke a command that was not found`),
+		},
+		{
+			name: "NotAnAPIError",
+			err:  errors.New("listen tcp4 127.0.0.1:1: bind: address already in use"),
+		},
+		{name: "Nil"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, port, busy := hostPortBusy(tc.err)
+			assert.Equal(t, tc.wantBusy, busy, "busy")
+			assert.Equal(t, tc.wantAddr, addr, "addr")
+			assert.Equal(t, tc.wantPort, port, "port")
+		})
+	}
+}

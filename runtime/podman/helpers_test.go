@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,4 +117,50 @@ func apiGet(t testing.TB, ctx context.Context, r *Runtime, path string, out any,
 		return err
 	}
 	return call(ctx, conn, svc, request{method: http.MethodGet, path: path, pathValues: pathValues}, out)
+}
+
+// logRecorder is a slog.Handler that keeps every record, for tests that
+// assert what the adapter logged.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h *logRecorder) WithGroup(string) slog.Handler { return h }
+
+// matching returns the records at level whose message contains text.
+func (h *logRecorder) matching(level slog.Level, text string) []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []slog.Record
+	for _, r := range h.records {
+		if r.Level == level && strings.Contains(r.Message, text) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// attr returns the value of a record's attribute key ("" when absent).
+func attr(r slog.Record, key string) string {
+	var v string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value.String()
+			return false
+		}
+		return true
+	})
+	return v
 }

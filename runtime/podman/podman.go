@@ -49,6 +49,13 @@
 //     service's next garbage collection (seconds to about two minutes),
 //     although Run has removed the container. Ephemeral host ports are
 //     unaffected; a fixed host port may stay busy that long.
+//   - Podman chooses an ephemeral host port at create (bind port 0, close)
+//     and binds it again at the start: another process can take it in
+//     between (Docker's proxy, which allocates from the same range). Run
+//     then removes the container and creates it again with fresh ports, up
+//     to three times, when every published port is ephemeral; a taken
+//     fixed host port is a real conflict and is never retried. Either
+//     error names the port.
 package podman
 
 import (
@@ -101,6 +108,10 @@ type Runtime struct {
 
 	// pingTimeout is defaultPingTimeout; tests shorten it.
 	pingTimeout time.Duration
+	// beforeStart, when set (by tests), runs before each start of Run
+	// with the attempt (from 1) and the created container's ID; an error
+	// stands for the start's.
+	beforeStart func(ctx context.Context, attempt int, id string) error
 
 	mu   sync.Mutex
 	conn *bindings.Connection

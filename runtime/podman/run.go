@@ -26,28 +26,84 @@ const cleanupTimeout = 30 * time.Second
 // Docker and Podman use).
 const cpuPeriod = 100_000
 
+// maxRunAttempts bounds how many containers Run creates for one spec whose
+// ephemeral host port was taken between Podman's choice and its bind.
+const maxRunAttempts = 3
+
 // Run creates and starts a detached container from spec and reports it as
 // inspect sees it after the start. If the start fails, the container is
-// removed before the error is returned (which also releases its host
-// ports: Podman 4.3 keeps a failed container's ports reserved until then).
+// removed before the error is returned.
+//
+// Podman picks an ephemeral host port at create (it binds port 0 and
+// closes it) and binds it again at the start, so another process (another
+// runtime's proxy, typically) can take it in between. When that happens
+// and every published port of spec is ephemeral, Run removes the container
+// and creates it again, with fresh ports, up to maxRunAttempts times. A
+// spec with a fixed host port is not retried: Podman 4.3 keeps the fixed
+// ports of a failed start bound until its garbage collection (see the
+// package doc), so the next attempt would fail on them.
 func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
 	const op = opRun
-	conn, svc, id, err := r.create(ctx, op, spec)
-	if err != nil {
-		return runtime.Container{}, err
+	for attempt := 1; ; attempt++ {
+		conn, svc, id, err := r.create(ctx, op, spec)
+		if err != nil {
+			return runtime.Container{}, err
+		}
+		err = r.start(ctx, conn, svc, attempt, id)
+		if err == nil {
+			c, err := r.inspect(ctx, conn, svc, op, id)
+			if err != nil {
+				// A container the caller cannot see is one it cannot tear down.
+				r.discard(ctx, conn, svc, op, id)
+				return runtime.Container{}, err
+			}
+			return c, nil
+		}
+		removed := r.discard(ctx, conn, svc, op, id) == nil
+		addr, _, busy := hostPortBusy(err)
+		if !busy {
+			return runtime.Container{}, r.wrap(op, object(spec, id), err)
+		}
+		if !removed || attempt == maxRunAttempts || ctx.Err() != nil || !allEphemeral(spec.Ports) {
+			return runtime.Container{}, r.wrap(op, object(spec, id), portBusyError(addr, attempt, err))
+		}
+		r.opts.log.DebugContext(ctx, "podman: an ephemeral host port was taken before the start; retrying with fresh ports",
+			"container", object(spec, id), "attempt", attempt, "port", addr, "error", err)
 	}
-	err = call(ctx, conn, svc, request{method: http.MethodPost, path: "/containers/%s/start", pathValues: []string{id}}, nil)
-	if err != nil {
-		r.discard(ctx, conn, svc, op, id)
-		return runtime.Container{}, r.wrap(op, object(spec, id), err)
+}
+
+// start starts a created container; beforeStart, when set, runs first.
+func (r *Runtime) start(ctx context.Context, conn *bindings.Connection, svc *service, attempt int, id string) error {
+	if r.beforeStart != nil {
+		if err := r.beforeStart(ctx, attempt, id); err != nil {
+			return err
+		}
 	}
-	c, err := r.inspect(ctx, conn, svc, op, id)
-	if err != nil {
-		// A container the caller cannot see is one it cannot tear down.
-		r.discard(ctx, conn, svc, op, id)
-		return runtime.Container{}, err
+	return call(ctx, conn, svc, request{method: http.MethodPost, path: "/containers/%s/start", pathValues: []string{id}}, nil)
+}
+
+// allEphemeral reports whether ports publishes something and leaves every
+// host port to the service.
+func allEphemeral(ports []runtime.PortSpec) bool {
+	for _, p := range ports {
+		if p.HostPort != 0 {
+			return false
+		}
 	}
-	return c, nil
+	return len(ports) > 0
+}
+
+// portBusyError says which published host port was taken (addr, when the
+// service named it) and how many containers Run tried.
+func portBusyError(addr string, attempts int, err error) error {
+	what := "a published host port"
+	if addr != "" {
+		what = "published host port " + addr
+	}
+	if attempts > 1 {
+		return fmt.Errorf("%s is already in use (%d attempts, each with fresh ephemeral host ports): %w", what, attempts, err)
+	}
+	return fmt.Errorf("%s is already in use: %w", what, err)
 }
 
 // Create creates a container from spec without starting it (state
@@ -134,13 +190,16 @@ func (r *Runtime) checkEnforceable(ctx context.Context, svc *service, spec runti
 }
 
 // discard force-removes a container that create or run could not
-// complete, even when ctx is already done.
-func (r *Runtime) discard(ctx context.Context, conn *bindings.Connection, svc *service, op, id string) {
+// complete, even when ctx is already done. A failure is logged, and
+// returned for callers that must know the container is gone.
+func (r *Runtime) discard(ctx context.Context, conn *bindings.Connection, svc *service, op, id string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if err := removeContainer(cctx, conn, svc, id); err != nil {
+	err := removeContainer(cctx, conn, svc, id)
+	if err != nil {
 		r.opts.log.WarnContext(ctx, "podman: could not remove a half-made container", "op", op, "container", id, "error", err)
 	}
+	return err
 }
 
 // object names a container in errors: its name, else its ID.

@@ -1,0 +1,254 @@
+package podman
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// retryMessage is what the adapter logs, at debug level, for each retry.
+const retryMessage = "retrying with fresh ports"
+
+// portTaker plays the other runtime of the race: as the hook run before
+// each start of Run, it binds the host ports the service chose at create
+// for the attempts it is told to, the way another runtime's proxy takes a
+// port between Podman's choice and its bind.
+type portTaker struct {
+	r *Runtime
+	// upTo is the last attempt whose ports are taken.
+	upTo int
+	// only, when non-zero, is the one container port whose host port is
+	// taken.
+	only int
+
+	mu        sync.Mutex
+	attempts  int
+	ids       []string
+	taken     []string // "127.0.0.1:38389", in the order taken
+	listeners []net.Listener
+}
+
+// newPortTaker installs a portTaker as r's beforeStart hook; its listeners
+// are closed when the test ends.
+func newPortTaker(t *testing.T, r *Runtime, upTo, only int) *portTaker {
+	p := &portTaker{r: r, upTo: upTo, only: only}
+	r.beforeStart = p.beforeStart
+	t.Cleanup(func() {
+		r.beforeStart = nil
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, l := range p.listeners {
+			_ = l.Close()
+		}
+	})
+	return p
+}
+
+func (p *portTaker) beforeStart(ctx context.Context, attempt int, id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.attempts = attempt
+	p.ids = append(p.ids, id)
+	if attempt > p.upTo {
+		return nil
+	}
+	c, err := p.r.Inspect(ctx, id)
+	if err != nil {
+		return fmt.Errorf("port taker: %w", err)
+	}
+	for _, b := range c.Ports {
+		if p.only != 0 && b.ContainerPort != p.only {
+			continue
+		}
+		if b.HostPort == 0 {
+			return fmt.Errorf("port taker: no host port chosen at create for %d/%s", b.ContainerPort, b.Protocol)
+		}
+		addr := net.JoinHostPort(b.HostIP, strconv.Itoa(b.HostPort))
+		l, err := net.Listen("tcp4", addr)
+		if err != nil {
+			return fmt.Errorf("port taker: %w", err)
+		}
+		p.listeners = append(p.listeners, l)
+		p.taken = append(p.taken, addr)
+	}
+	return nil
+}
+
+// holdPort listens on a free 127.0.0.1 port until the test ends and
+// returns it.
+func holdPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// freePort returns a 127.0.0.1 port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// assertNoKind checks that err has none of the port's error kinds: a taken
+// host port is a failure of its own, not "not found" or "already exists".
+func assertNoKind(t *testing.T, err error) {
+	t.Helper()
+	for _, k := range []error{runtime.ErrNotFound, runtime.ErrAlreadyExists, runtime.ErrUnavailable, runtime.ErrImageNotFound, runtime.ErrUnsupported} {
+		assert.NotErrorIs(t, err, k)
+	}
+}
+
+// assertNothingLeft checks that a failed Run left no container behind.
+func assertNothingLeft(t *testing.T, ctx context.Context, r *Runtime, labels map[string]string, name string) {
+	t.Helper()
+	left, err := r.List(ctx, labels)
+	require.NoError(t, err)
+	assert.Empty(t, left, "a failed run leaves no container")
+	_, err = r.Inspect(ctx, name)
+	assert.ErrorIs(t, err, runtime.ErrNotFound)
+}
+
+// TestRunRetriesATakenEphemeralPort provokes the race of two runtimes on
+// one host: the ephemeral port Podman chose at create is taken before the
+// start binds it. Run removes the failed container and creates it again
+// with a fresh port.
+func TestRunRetriesATakenEphemeralPort(t *testing.T) {
+	logs := &logRecorder{}
+	r := newTestRuntime(t, WithLogger(slog.New(logs)))
+	ctx := testCtx(t)
+	labels := testLabels(t, r)
+	spec := sleeper(busybox(t, r), "sandboxer-test-portrace-"+randomSuffix(t), labels)
+	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081}}
+	taker := newPortTaker(t, r, 1, 0)
+
+	c, err := r.Run(ctx, spec)
+	require.NoError(t, err)
+
+	assert.Equal(t, 2, taker.attempts, "one retry")
+	require.Len(t, taker.taken, 2, "the first attempt's ports were taken")
+	assert.True(t, c.Running())
+	require.Len(t, c.Ports, 2)
+	for _, b := range c.Ports {
+		assert.Positive(t, b.HostPort)
+		assert.NotContains(t, taker.taken, net.JoinHostPort(b.HostIP, strconv.Itoa(b.HostPort)), "a fresh port")
+	}
+	_, err = r.Inspect(ctx, taker.ids[0])
+	assert.ErrorIs(t, err, runtime.ErrNotFound, "the first attempt's container was removed")
+	all, err := r.List(ctx, labels)
+	require.NoError(t, err)
+	require.Len(t, all, 1, "exactly one container")
+	assert.Equal(t, c.ID, all[0].ID)
+
+	retries := logs.matching(slog.LevelDebug, retryMessage)
+	require.Len(t, retries, 1, "the retry is logged at debug level")
+	assert.Equal(t, "1", attr(retries[0], "attempt"))
+	assert.Equal(t, spec.Name, attr(retries[0], "container"))
+	assert.Contains(t, taker.taken, attr(retries[0], "port"), "the log names the taken port")
+}
+
+// TestRunGivesUpOnEphemeralPortsAfterThreeAttempts: the retries are
+// bounded, and what is left is an error naming the port and nothing else.
+func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
+	logs := &logRecorder{}
+	r := newTestRuntime(t, WithLogger(slog.New(logs)))
+	ctx := testCtx(t)
+	labels := testLabels(t, r)
+	spec := sleeper(busybox(t, r), "sandboxer-test-portrace-"+randomSuffix(t), labels)
+	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
+	taker := newPortTaker(t, r, maxRunAttempts, 0)
+
+	_, err := r.Run(ctx, spec)
+	require.Error(t, err)
+
+	assert.Equal(t, maxRunAttempts, taker.attempts)
+	require.Len(t, taker.taken, maxRunAttempts)
+	var re *runtime.Error
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, opRun, re.Op)
+	assertNoKind(t, err)
+	assert.Contains(t, err.Error(), spec.Name)
+	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", taker.taken[maxRunAttempts-1], maxRunAttempts))
+	assert.Len(t, logs.matching(slog.LevelDebug, retryMessage), maxRunAttempts-1)
+	assertNothingLeft(t, ctx, r, labels, spec.Name)
+}
+
+// TestRunWithATakenFixedHostPort: a host port asked for explicitly and
+// held by someone else is a real conflict: no retry, an error naming the
+// port, no container left.
+func TestRunWithATakenFixedHostPort(t *testing.T) {
+	tests := []struct {
+		name  string
+		ports func(held int) []runtime.PortSpec
+		// take, when non-zero, is the container port whose ephemeral host
+		// port the test takes before the start (else the held port is
+		// the taken one).
+		take int
+	}{
+		{
+			name:  "OnlyFixedPorts",
+			ports: func(held int) []runtime.PortSpec { return []runtime.PortSpec{{ContainerPort: 8080, HostPort: held}} },
+		},
+		{
+			name: "FixedPortBesideAnEphemeralOne",
+			ports: func(held int) []runtime.PortSpec {
+				return []runtime.PortSpec{{ContainerPort: 8080, HostPort: held}, {ContainerPort: 8081}}
+			},
+		},
+		{
+			// The ephemeral port is the one taken, but Podman keeps the
+			// failed start's fixed port bound until its garbage
+			// collection: a retry would fail on it.
+			name: "EphemeralPortTakenBesideAFixedOne",
+			ports: func(int) []runtime.PortSpec {
+				return []runtime.PortSpec{{ContainerPort: 8080, HostPort: freePort(t)}, {ContainerPort: 8081}}
+			},
+			take: 8081,
+		},
+	}
+	logs := &logRecorder{}
+	r := newTestRuntime(t, WithLogger(slog.New(logs)))
+	img := busybox(t, r)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			labels := testLabels(t, r)
+			held := holdPort(t)
+			spec := sleeper(img, "sandboxer-test-portbusy-"+randomSuffix(t), labels)
+			spec.Ports = tc.ports(held)
+			upTo := 0
+			if tc.take != 0 {
+				upTo = 1
+			}
+			taker := newPortTaker(t, r, upTo, tc.take)
+			before := len(logs.matching(slog.LevelDebug, retryMessage))
+
+			_, err := r.Run(ctx, spec)
+			require.Error(t, err)
+
+			want := fmt.Sprintf("127.0.0.1:%d", held)
+			if tc.take != 0 {
+				require.Len(t, taker.taken, 1)
+				want = taker.taken[0]
+			}
+			assert.Contains(t, err.Error(), "published host port "+want+" is already in use: ")
+			assert.Contains(t, err.Error(), spec.Name)
+			assertNoKind(t, err)
+			assert.Equal(t, 1, taker.attempts, "not retried")
+			assert.Len(t, logs.matching(slog.LevelDebug, retryMessage), before, "no retry logged")
+			assertNothingLeft(t, ctx, r, labels, spec.Name)
+		})
+	}
+}
