@@ -21,6 +21,14 @@
 //
 // Docker merges the image's labels into the container's: Inspect and List
 // report the labels of the spec exactly, plus those of the image.
+//
+// Docker picks an ephemeral host port at the start from the kernel's
+// ephemeral range, by its own bookkeeping, and only then binds it: a port
+// another runtime holds fails the start ("address already in use"). Run
+// then removes the container and creates it again, up to three times,
+// when the spec has an ephemeral port and the taken one was not asked for
+// explicitly; a taken fixed host port is a real conflict and is never
+// retried. Either error names the port.
 package docker
 
 import (
@@ -65,6 +73,10 @@ type Runtime struct {
 	negotiated atomic.Bool
 	// pingTimeout bounds the negotiation ping (pingTimeout by default).
 	pingTimeout time.Duration
+	// beforeStart, when set (by tests), runs before each start of Run
+	// with the attempt (from 1) and the created container's ID; an error
+	// stands for the start's.
+	beforeStart func(ctx context.Context, attempt int, id string) error
 }
 
 type options struct {

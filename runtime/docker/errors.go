@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"regexp"
+	"strconv"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -107,4 +110,56 @@ func withEndpoint(endpoint string, err error) error {
 // atEndpoint is withEndpoint for the adapter's own errors.
 func (r *Runtime) atEndpoint(err error) error {
 	return withEndpoint(r.endpoint, err)
+}
+
+// busyPortPatterns find the taken host address in the daemon's answer to a
+// start whose host port is taken (the first group is the address, or the
+// IP with the port as the second group):
+//   - 20.10's userland proxy: "driver failed programming external
+//     connectivity on endpoint x (...): Error starting userland proxy:
+//     listen tcp4 127.0.0.1:38389: bind: address already in use";
+//   - its port allocator, for a port another container holds: "... Bind
+//     for 127.0.0.1:39872 failed: port is already allocated";
+//   - 28's port mapper: "... failed to bind host port for
+//     127.0.0.1:3306:172.18.0.3:3306/tcp: address already in use";
+//   - the proxy of older daemons: "Bind for 0.0.0.0:80: unexpected error
+//     (Failure EADDRINUSE)".
+var busyPortPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`listen (?:tcp|udp)[46]? (\S+): bind: address already in use`),
+	regexp.MustCompile(`Bind for (\S+) failed: port is already allocated`),
+	regexp.MustCompile(`failed to bind host port for (\[[0-9a-fA-F:.]+\]|[0-9.]+):(\d+)(?::\S*)?: address already in use`),
+	regexp.MustCompile(`Bind for (\S+): unexpected error \(Failure EADDRINUSE\)`),
+}
+
+// hostPortBusy reports whether err, from a container start, says that a
+// host port to publish was already taken (by another process, container
+// or runtime) and, when the message tells, which one: addr is
+// "127.0.0.1:38389" and port 38389, or "" and 0. The daemon answers with a
+// 500 and no more specific type, so this reads the message.
+func hostPortBusy(err error) (addr string, port int, busy bool) {
+	if err == nil {
+		return "", 0, false
+	}
+	msg := err.Error()
+	for _, re := range busyPortPatterns {
+		m := re.FindStringSubmatch(msg)
+		if m == nil {
+			continue
+		}
+		addr = m[1]
+		if len(m) > 2 && m[2] != "" {
+			addr = net.JoinHostPort(strings.Trim(m[1], "[]"), m[2])
+		}
+		_, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			return addr, 0, true
+		}
+		n, _ := strconv.Atoi(p)
+		return addr, n, true
+	}
+	lower := strings.ToLower(msg)
+	if strings.Contains(lower, "address already in use") || strings.Contains(lower, "port is already allocated") {
+		return "", 0, true
+	}
+	return "", 0, false
 }

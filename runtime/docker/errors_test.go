@@ -89,3 +89,86 @@ func TestTranslate(t *testing.T) {
 		assert.NoError(t, translate(endpoint, opInspect, "c1", nil))
 	})
 }
+
+// daemonError is a failed start as the docker client returns it: the
+// daemon's 500 answer, typed as an internal error.
+func daemonError(msg string) error {
+	return cerrdefs.ErrInternal.WithMessage("Error response from daemon: " + msg)
+}
+
+// TestHostPortBusy: the start errors that mean "a host port to publish was
+// taken". Docker 20.10's were recorded against the test VM's daemon
+// (API 1.41); those of Docker 28 and older proxies are as users reported
+// them.
+func TestHostPortBusy(t *testing.T) {
+	cases := []struct {
+		name     string
+		err      error
+		wantBusy bool
+		wantAddr string
+		wantPort int
+	}{
+		{
+			name: "UserlandProxyTCP",
+			err: daemonError("driver failed programming external connectivity on endpoint sbxprobe-d4 (9d3d44e0a3744b07cd688ba5b62c57bfd4c99519bb618135c9ed526bb55ec534): " +
+				"Error starting userland proxy: listen tcp4 127.0.0.1:39871: bind: address already in use"),
+			wantBusy: true, wantAddr: "127.0.0.1:39871", wantPort: 39871,
+		},
+		{
+			name: "UserlandProxyUDP",
+			err: daemonError("driver failed programming external connectivity on endpoint sbxprobe-d5 (4241024da9b51adb0cca8483334ded7fdbd8559c67741fbde123cbdf2fed9ad8): " +
+				"Error starting userland proxy: listen udp4 127.0.0.1:39873: bind: address already in use"),
+			wantBusy: true, wantAddr: "127.0.0.1:39873", wantPort: 39873,
+		},
+		{
+			name: "AllocatedToAnotherContainer",
+			err: daemonError("driver failed programming external connectivity on endpoint sbxprobe-d3 (f559001800850d99aa33dd2cdfe01c8486f3570be9939448c698fd3a52214f8b): " +
+				"Bind for 127.0.0.1:39872 failed: port is already allocated"),
+			wantBusy: true, wantAddr: "127.0.0.1:39872", wantPort: 39872,
+		},
+		{
+			name: "Docker28PortMapper",
+			err: daemonError("failed to set up container networking: driver failed programming external connectivity on endpoint WinBoat (d5bda004c9be51ea36bfa876e0bd4f9bb118c85d9bba9bc05e5dd4546c409b91): " +
+				"failed to bind host port for 0.0.0.0:7148:172.18.0.2:7148/tcp: address already in use"),
+			wantBusy: true, wantAddr: "0.0.0.0:7148", wantPort: 7148,
+		},
+		{
+			name:     "Docker28PortMapperShort",
+			err:      daemonError("failed to bind host port for 0.0.0.0:11434: address already in use"),
+			wantBusy: true, wantAddr: "0.0.0.0:11434", wantPort: 11434,
+		},
+		{
+			name: "OldProxyEADDRINUSE",
+			err: daemonError("driver failed programming external connectivity on endpoint nginx-proxy (669659d666e6b6164716c6009cc1f1b413f2130e8d6238db341769bce23620fa): " +
+				"Error starting userland proxy: Bind for 0.0.0.0:80: unexpected error (Failure EADDRINUSE)"),
+			wantBusy: true, wantAddr: "0.0.0.0:80", wantPort: 80,
+		},
+		{
+			name:     "WrappedByTheAdapter",
+			err:      fmt.Errorf("start: %w", daemonError("driver failed programming external connectivity on endpoint x (1): Error starting userland proxy: listen tcp4 127.0.0.1:39871: bind: address already in use")),
+			wantBusy: true, wantAddr: "127.0.0.1:39871", wantPort: 39871,
+		},
+		{
+			name: "NotBindableIsNotBusy",
+			err: daemonError("driver failed programming external connectivity on endpoint bind (46ab9155dd1cdf9c0d5ba344a2d23840171eaff94a57e82a4dca8ee58bf64663): " +
+				"Error starting userland proxy: listen tcp 172.17.42.1:10000: bind: cannot assign requested address"),
+		},
+		{
+			name: "StartFailureOfAnotherKind",
+			err: cerrdefs.ErrInvalidArgument.WithMessage(`Error response from daemon: failed to create shim task: OCI runtime create failed: runc create failed: ` +
+				`unable to start container process: exec: "/nonexistent/binary": stat /nonexistent/binary: no such file or directory: unknown`),
+		},
+		{name: "Nil"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, port, busy := hostPortBusy(tc.err)
+			assert.Equal(t, tc.wantBusy, busy, "busy")
+			assert.Equal(t, tc.wantAddr, addr, "addr")
+			assert.Equal(t, tc.wantPort, port, "port")
+			if busy {
+				assert.Nil(t, kindOf(opRun, tc.err), "a taken port keeps its kind: none")
+			}
+		})
+	}
+}

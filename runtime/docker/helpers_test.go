@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,13 +34,13 @@ func testCtx(t *testing.T) context.Context {
 // else the default socket); a daemon that does not answer skips the test,
 // or fails it under SANDBOXER_REQUIRE=docker. -short (unit tests only)
 // skips it.
-func newTestRuntime(t *testing.T) *Runtime {
+func newTestRuntime(t *testing.T, opts ...Option) *Runtime {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the Docker daemon (-short runs unit tests only)")
 	}
 	testenv.Load()
-	r, err := New()
+	r, err := New(opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	if _, err := r.Version(testCtx(t)); err != nil {
@@ -126,4 +129,50 @@ func sleeper(image, name string, labels map[string]string) runtime.RunSpec {
 		Labels:  labels,
 		Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 	}
+}
+
+// logRecorder is a slog.Handler that keeps every record, for tests that
+// assert what the adapter logged.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h *logRecorder) WithGroup(string) slog.Handler { return h }
+
+// matching returns the records at level whose message contains text.
+func (h *logRecorder) matching(level slog.Level, text string) []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []slog.Record
+	for _, r := range h.records {
+		if r.Level == level && strings.Contains(r.Message, text) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// attr returns the value of a record's attribute key ("" when absent).
+func attr(r slog.Record, key string) string {
+	var v string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value.String()
+			return false
+		}
+		return true
+	})
+	return v
 }

@@ -24,25 +24,88 @@ import (
 // is done, so that a failed run leaves nothing behind.
 const cleanupTimeout = 30 * time.Second
 
+// maxRunAttempts bounds how many containers Run creates for one spec whose
+// ephemeral host port was taken before the daemon could bind it.
+const maxRunAttempts = 3
+
 // Run creates and starts a detached container from spec and reports it as
 // inspect sees it after the start (with the host ports actually bound). If
 // the start fails, the container is removed before the error is returned.
+//
+// The daemon picks an ephemeral host port at the start, from the kernel's
+// ephemeral range and by its own bookkeeping only, and then binds it: a
+// port another process holds (another runtime's container, typically)
+// fails the start. When the taken port is not one that spec asked for
+// explicitly and spec has an ephemeral port, Run removes the container and
+// creates it again, up to maxRunAttempts times; the daemon then picks
+// other ports. A taken fixed host port is a real conflict and is never
+// retried.
 func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	id, err := r.create(ctx, opRun, spec)
-	if err != nil {
-		return runtime.Container{}, err
+	for attempt := 1; ; attempt++ {
+		id, err := r.create(ctx, opRun, spec)
+		if err != nil {
+			return runtime.Container{}, err
+		}
+		err = r.start(ctx, attempt, id)
+		if err == nil {
+			c, err := r.inspect(ctx, opRun, id)
+			if err != nil {
+				// A container the caller cannot see is one it cannot tear down.
+				r.discard(ctx, opRun, id)
+				return runtime.Container{}, err
+			}
+			return c, nil
+		}
+		removed := r.discard(ctx, opRun, id) == nil
+		addr, port, busy := hostPortBusy(err)
+		if !busy {
+			return runtime.Container{}, r.wrap(opRun, object(spec, id), err)
+		}
+		if !removed || attempt == maxRunAttempts || ctx.Err() != nil || !retryable(spec.Ports, port) {
+			return runtime.Container{}, r.wrap(opRun, object(spec, id), portBusyError(addr, attempt, err))
+		}
+		r.log.DebugContext(ctx, "docker: an ephemeral host port was taken before the start; retrying with fresh ports",
+			"container", object(spec, id), "attempt", attempt, "port", addr, "error", err)
 	}
-	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		r.discard(ctx, opRun, id)
-		return runtime.Container{}, r.wrap(opRun, object(spec, id), err)
+}
+
+// start starts a created container; beforeStart, when set, runs first.
+func (r *Runtime) start(ctx context.Context, attempt int, id string) error {
+	if r.beforeStart != nil {
+		if err := r.beforeStart(ctx, attempt, id); err != nil {
+			return err
+		}
 	}
-	c, err := r.inspect(ctx, opRun, id)
-	if err != nil {
-		// A container the caller cannot see is one it cannot tear down.
-		r.discard(ctx, opRun, id)
-		return runtime.Container{}, err
+	return r.cli.ContainerStart(ctx, id, container.StartOptions{})
+}
+
+// retryable reports whether a start that failed on the taken host port
+// (0: the daemon did not say which) may succeed with fresh ephemeral
+// ports: ports has an ephemeral one, and the taken port is none of those
+// asked for explicitly.
+func retryable(ports []runtime.PortSpec, taken int) bool {
+	ephemeral := false
+	for _, p := range ports {
+		if p.HostPort == 0 {
+			ephemeral = true
+		} else if p.HostPort == taken {
+			return false
+		}
 	}
-	return c, nil
+	return ephemeral
+}
+
+// portBusyError says which published host port was taken (addr, when the
+// daemon named it) and how many containers Run tried.
+func portBusyError(addr string, attempts int, err error) error {
+	what := "a published host port"
+	if addr != "" {
+		what = "published host port " + addr
+	}
+	if attempts > 1 {
+		return fmt.Errorf("%s is already in use (%d attempts, each with fresh ephemeral host ports): %w", what, attempts, err)
+	}
+	return fmt.Errorf("%s is already in use: %w", what, err)
 }
 
 // Create creates a container from spec without starting it (state
@@ -95,14 +158,16 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 }
 
 // discard force-removes a container that create or run could not complete,
-// even when ctx is already done.
-func (r *Runtime) discard(ctx context.Context, op, id string) {
+// even when ctx is already done. A failure is logged, and returned for
+// callers that must know the container is gone.
+func (r *Runtime) discard(ctx context.Context, op, id string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	err := r.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil {
 		r.log.WarnContext(ctx, "docker: could not remove a half-made container", "op", op, "container", id, "error", err)
 	}
+	return err
 }
 
 // object names a container in errors: its name, else its ID.

@@ -173,3 +173,27 @@ func TestCheckLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestRetryable(t *testing.T) {
+	fixed := runtime.PortSpec{ContainerPort: 80, HostPort: 8080}
+	ephemeral := runtime.PortSpec{ContainerPort: 81}
+	tests := []struct {
+		name  string
+		ports []runtime.PortSpec
+		taken int
+		want  bool
+	}{
+		{name: "EphemeralTaken", ports: []runtime.PortSpec{ephemeral}, taken: 32768, want: true},
+		{name: "UnnamedPortWithAnEphemeralOne", ports: []runtime.PortSpec{ephemeral}, want: true},
+		{name: "OnlyFixedPorts", ports: []runtime.PortSpec{fixed}, taken: 8080},
+		{name: "OnlyFixedPortsUnnamed", ports: []runtime.PortSpec{fixed}},
+		{name: "FixedTakenBesideAnEphemeral", ports: []runtime.PortSpec{fixed, ephemeral}, taken: 8080},
+		{name: "EphemeralTakenBesideAFixed", ports: []runtime.PortSpec{fixed, ephemeral}, taken: 32768, want: true},
+		{name: "NoPorts", taken: 32768},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, retryable(tc.ports, tc.taken))
+		})
+	}
+}
