@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -53,10 +55,37 @@ func loginAll(ctx context.Context, sb provision.Sandbox) error {
 			continue
 		}
 		if err := bench.Logins[c.Engine](ctx, url); err != nil {
-			errs = append(errs, fmt.Errorf("%s: login: %w", c.Name, err))
+			errs = append(errs, fmt.Errorf("%s at %s:%d: first login: %w (%s)", c.Name, c.Endpoint.Host, c.Endpoint.Port, err, diagnose(ctx, c, url)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// diagnose says, after a failed first login, whether the sandbox's port
+// accepts connections at all and whether a login succeeds a little later:
+// the difference between readiness reported early and a port that leads
+// elsewhere.
+func diagnose(ctx context.Context, c provision.Container, url string) string {
+	addr := net.JoinHostPort(c.Endpoint.Host, strconv.Itoa(c.Endpoint.Port))
+	dial := "accepts TCP"
+	if conn, err := net.DialTimeout("tcp", addr, 2*time.Second); err != nil {
+		dial = "refuses TCP: " + err.Error()
+	} else {
+		conn.Close()
+	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		later := bench.Logins[c.Engine](ctx, url)
+		if later == nil {
+			return fmt.Sprintf("%s; a login %s later succeeds", dial, time.Since(start).Round(time.Millisecond))
+		}
+		if time.Since(start) > 10*time.Second {
+			return fmt.Sprintf("%s; logins for 10 s after fail too: %v", dial, later)
+		}
+		<-tick.C
+	}
 }
 
 // envURLName is the name of an engine's emitted URL with the default env
