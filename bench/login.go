@@ -82,8 +82,15 @@ func redact(msg, rawURL string) string {
 	return msg
 }
 
+// attemptTimeout bounds one login attempt. It is generous because a single
+// attempt is also what the fault tests use to prove readiness: on a 2-core
+// host under 20 concurrent provisions, a slow answer is load, not an early
+// "ready", and must not read as one (a refused or rejected login still fails
+// at once).
+const attemptTimeout = 15 * time.Second
+
 func pgLogin(ctx context.Context, url string) error {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
 	conn, err := pgx.Connect(cctx, url)
 	if err != nil {
@@ -100,7 +107,9 @@ func redisLogin(ctx context.Context, url string) error {
 		return err
 	}
 	opts.MaxRetries = -1
-	opts.DialTimeout = 5 * time.Second
+	opts.DialTimeout = attemptTimeout
+	opts.ReadTimeout = attemptTimeout
+	opts.WriteTimeout = attemptTimeout
 	c := redis.NewClient(opts)
 	defer c.Close()
 	return c.Ping(ctx).Err()
@@ -108,7 +117,7 @@ func redisLogin(ctx context.Context, url string) error {
 
 func mongoLogin(ctx context.Context, url string) error {
 	c, err := mongo.Connect(options.Client().ApplyURI(url).
-		SetServerSelectionTimeout(mongoSelection).SetConnectTimeout(5 * time.Second).
+		SetServerSelectionTimeout(mongoSelection).SetConnectTimeout(attemptTimeout).
 		SetRetryReads(false).SetRetryWrites(false))
 	if err != nil {
 		return err
