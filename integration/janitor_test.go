@@ -83,7 +83,7 @@ func (e *janEnv) agent(ctx context.Context, name string) string {
 	e.t.Helper()
 	c, err := e.rt.Run(ctx, runtime.RunSpec{
 		Name:    name,
-		Image:   testenv.Image(e.t, e.name, "busybox"),
+		Image:   ensureImage(e.t, e.rt, testenv.Image(e.t, e.name, "busybox")),
 		Command: []string{"sleep", "3600"},
 		Labels:  map[string]string{e.testLabel(): "1"},
 	})
@@ -403,7 +403,7 @@ func BenchmarkJanitorSweep50(b *testing.B) {
 	if _, err := rt.Version(ctx); err != nil {
 		testenv.Unavailable(b, "docker", "%v", err)
 	}
-	image := testenv.Image(b, "docker", "busybox")
+	image := ensureImage(b, rt, testenv.Image(b, "docker", "busybox"))
 	rnd := make([]byte, 4)
 	_, _ = rand.Read(rnd)
 	prefix := "sbxbench" + hex.EncodeToString(rnd)

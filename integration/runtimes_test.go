@@ -117,3 +117,17 @@ func connectContainerd(t *testing.T) backend {
 	rt, err := containerd.New()
 	return backend{name: "containerd", rt: connectPort(t, "containerd", rt, err)}
 }
+
+// ensureImage pulls ref into rt when it is absent: Run never pulls, and a
+// fresh machine has only what some test pulled before.
+func ensureImage(t testing.TB, rt runtime.ContainerRuntime, ref string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ok, err := rt.ImageExists(ctx, ref)
+	require.NoError(t, err)
+	if !ok {
+		require.NoError(t, rt.PullImage(ctx, ref, nil))
+	}
+	return ref
+}

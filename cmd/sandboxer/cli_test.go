@@ -105,6 +105,18 @@ func newCLI(t *testing.T, services ...string) *cli {
 	if _, err := rt.Version(ctx); err != nil {
 		testenv.Unavailable(t, "docker", "%v", err)
 	}
+	// Tests run some of these images directly (Run never pulls), and on a
+	// fresh machine nothing may have pulled them yet.
+	for _, s := range services {
+		ref := testenv.Image(t, "docker", s)
+		pctx, pcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ok, err := rt.ImageExists(pctx, ref)
+		if err == nil && !ok {
+			err = rt.PullImage(pctx, ref, nil)
+		}
+		pcancel()
+		require.NoError(t, err, "image %s", ref)
+	}
 	c := &cli{t: t, rt: rt, prefix: "h9t" + randomHex(4)}
 	t.Cleanup(c.removeAll)
 	return c
