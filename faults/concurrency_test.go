@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/bench"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -104,10 +105,10 @@ func envURLName(engine string) string {
 // is left at the end.
 func TestConcurrentDistinctOwners(t *testing.T) {
 	const owners = 20
-	forEachRuntime(t, nil, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newFenv(t, b)
 		ctx := testCtx(t, 5*time.Minute)
-		e.warm(ctx)
+		e.warm()
 		p := e.provisioner(nil)
 		services := []string{"redis"}
 
@@ -122,7 +123,7 @@ func TestConcurrentDistinctOwners(t *testing.T) {
 			}
 			var problems []error
 			for _, c := range sb.Containers {
-				got, err := b.rt.Inspect(ctx, c.ID)
+				got, err := b.RT.Inspect(ctx, c.ID)
 				switch {
 				case err != nil:
 					problems = append(problems, err)
@@ -172,12 +173,12 @@ func TestConcurrentSameOwner(t *testing.T) {
 		{"OneService", []string{"redis"}, true},
 		{"TwoServices", []string{"postgres", "redis"}, false},
 	}
-	forEachRuntime(t, nil, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		for _, tt := range cases {
 			t.Run(tt.name, func(t *testing.T) {
 				e := newFenv(t, b)
 				ctx := testCtx(t, 5*time.Minute)
-				e.warm(ctx)
+				e.warm()
 				p := e.provisioner(nil)
 				const id = "same"
 
@@ -206,7 +207,7 @@ func TestConcurrentSameOwner(t *testing.T) {
 					require.Len(t, winners, 1, "exactly one call succeeds")
 				}
 
-				owned, err := b.rt.List(ctx, map[string]string{p.Labels().Owner: p.OwnerName(id)})
+				owned, err := b.RT.List(ctx, map[string]string{p.Labels().Owner: p.OwnerName(id)})
 				require.NoError(t, err)
 				if len(winners) == 0 {
 					t.Logf("no call won: every one hit a conflict")

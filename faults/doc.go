@@ -7,8 +7,8 @@
 // reach a log at debug level, published ports are bound to 127.0.0.1 only,
 // and no sandbox gets a runtime socket, a host path or privileges.
 //
-// The tests iterate the same runtime list as the integration package (see
-// runtimes_test.go). Run them with
+// The tests iterate the same runtime list as the integration package
+// (internal/testruntimes). Run them with
 //
 //	SANDBOXER_REQUIRE=docker go test -v ./faults/
 //

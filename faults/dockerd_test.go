@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/docker"
 )
@@ -111,7 +112,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 `, filepath.Join(dir, "containerd-root"), filepath.Join(dir, "containerd-state"), ctrdSock, ctrdSock+".ttrpc")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "containerd.toml"), []byte(cfg), 0o600))
 	d.ctrd, d.ctrdEnd = d.spawn("containerd.log", "containerd", "--config", filepath.Join(dir, "containerd.toml"), "--log-level", "warn")
-	poll(t, func() bool {
+	testruntimes.Poll(t, func() bool {
 		select {
 		case <-d.ctrdEnd:
 			require.Fail(t, "containerd exited", "log:\n%s", d.logTail("containerd.log"))
@@ -169,7 +170,7 @@ func (d *privateDockerd) spawn(logName, name string, args ...string) (*exec.Cmd,
 func (d *privateDockerd) start() {
 	d.t.Helper()
 	d.dockerd, d.exited = d.spawn("dockerd.log", "dockerd", d.args...)
-	poll(d.t, func() bool {
+	testruntimes.Poll(d.t, func() bool {
 		select {
 		case <-d.exited:
 			require.Fail(d.t, "private dockerd exited", "log:\n%s", d.logTail("dockerd.log"))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -28,10 +29,10 @@ var runtimeSockets = []string{
 // addresses), and no sandbox has a runtime socket, a host-path mount,
 // privileges, extra capabilities or devices, or the host's namespaces.
 func TestSandboxesAreConfined(t *testing.T) {
-	forEachRuntime(t, nil, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newFenv(t, b)
 		ctx := testCtx(t, 5*time.Minute)
-		e.warm(ctx)
+		e.warm()
 
 		t.Run("HostMode", func(t *testing.T) {
 			p := e.provisioner(nil)
@@ -40,7 +41,7 @@ func TestSandboxesAreConfined(t *testing.T) {
 			others := otherHostAddresses(t)
 			for _, c := range sb.Containers {
 				t.Run(c.Engine, func(t *testing.T) {
-					ctr, err := b.rt.Inspect(ctx, c.ID)
+					ctr, err := b.RT.Inspect(ctx, c.ID)
 					require.NoError(t, err)
 					eng, _ := engines.Default.Lookup(c.Engine)
 
@@ -74,8 +75,8 @@ func TestSandboxesAreConfined(t *testing.T) {
 					}
 					assert.ElementsMatch(t, eng.Spec().Tmpfs, tmpfs, "exactly the engine's tmpfs paths are mounted")
 
-					if b.hardening != nil {
-						h, err := b.hardening(ctx, c.ID)
+					if b.Docker != nil {
+						h, err := dockerHardening(ctx, b.Docker, c.ID)
 						require.NoError(t, err)
 						assert.False(t, h.Privileged, "privileged")
 						assert.Empty(t, h.Binds, "bind mounts")
@@ -93,7 +94,7 @@ func TestSandboxesAreConfined(t *testing.T) {
 
 					// From inside: no socket, no endpoint variable, no
 					// way to the runtime.
-					res, err := b.rt.Exec(ctx, c.ID, runtime.ExecSpec{Cmd: []string{"sh", "-c",
+					res, err := b.RT.Exec(ctx, c.ID, runtime.ExecSpec{Cmd: []string{"sh", "-c",
 						`for s in ` + strings.Join(runtimeSockets, " ") + `; do [ -e "$s" ] && echo "socket $s"; done; ` +
 							`env | grep -E '^(DOCKER_HOST|CONTAINER_HOST|CONTAINERD_ADDRESS)=' ; true`}})
 					require.NoError(t, err)
@@ -111,7 +112,7 @@ func TestSandboxesAreConfined(t *testing.T) {
 			sb, err := p.Provision(ctx, "sibling", []string{"redis"})
 			require.NoError(t, err)
 			for _, c := range sb.Containers {
-				ctr, err := b.rt.Inspect(ctx, c.ID)
+				ctr, err := b.RT.Inspect(ctx, c.ID)
 				require.NoError(t, err)
 				assert.Empty(t, ctr.Ports, "%s publishes nothing", c.Name)
 				assert.False(t, ctr.Privileged)

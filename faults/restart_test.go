@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -109,7 +110,7 @@ func TestDaemonRestartDuringProvision(t *testing.T) {
 			const grace = time.Second
 			j := janitor.New(rt, janitor.Options{Prefix: prefix, Grace: grace})
 			var swept []string
-			poll(t, func() bool {
+			testruntimes.Poll(t, func() bool {
 				rep, err := j.Sweep(ctx)
 				require.NoError(t, err)
 				require.Empty(t, rep.Kept, "nobody owns these sandboxes")

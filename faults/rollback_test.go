@@ -13,6 +13,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -37,14 +38,14 @@ func TestImageMissingForOneOfThree(t *testing.T) {
 		}},
 		{"RegistryUnreachable", "postgres", func() string { return "127.0.0.1:1/sandboxer/postgres:" + randHex(4) }},
 	}
-	forEachRuntime(t, nil, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		for _, tt := range missing {
 			t.Run(tt.name, func(t *testing.T) {
 				e := newFenv(t, b)
 				ctx := testCtx(t, 3*time.Minute)
-				e.warm(ctx)
+				e.warm()
 				ref := tt.ref()
-				rec := &recorder{ContainerRuntime: b.rt}
+				rec := &recorder{ContainerRuntime: b.RT}
 				p, err := provision.New(rec, provision.Options{
 					LabelPrefix: e.prefix,
 					Images:      merge(e.images, map[string]string{tt.service: ref}),
@@ -99,12 +100,12 @@ func (stuckRedis) Probe(ep engines.Endpoint, cred engines.Credentials) []engines
 // carries the probe's LAST output (not the first), one line, and every
 // sandbox of the call is gone when it returns.
 func TestProbeNeverReady(t *testing.T) {
-	forEachRuntime(t, nil, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newFenv(t, b)
 		ctx := testCtx(t, 3*time.Minute)
-		e.warm(ctx)
+		e.warm()
 		reg := engines.MustRegistry(engines.Postgres{}, stuckRedis{}, engines.Mongo{})
-		rec := &recorder{ContainerRuntime: b.rt}
+		rec := &recorder{ContainerRuntime: b.RT}
 		p, err := provision.New(rec, provision.Options{
 			Registry: reg, LabelPrefix: e.prefix, Images: e.images, Getenv: func(string) string { return "" },
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 )
 
@@ -81,10 +82,10 @@ func (leakyRedis) Probe(ep engines.Endpoint, cred engines.Credentials) []engines
 func TestNoPasswordInDebugLogs(t *testing.T) {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	forEachRuntime(t, logger, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newFenv(t, b)
 		ctx := testCtx(t, 5*time.Minute)
-		e.warm(ctx)
+		e.warm()
 		events := &syncBuffer{}
 		onEvent := func(ev provision.Event) { fmt.Fprintf(events, "%+v\n", ev) }
 
@@ -103,7 +104,7 @@ func TestNoPasswordInDebugLogs(t *testing.T) {
 		_, err = p.Teardown(ctx, "debug")
 		require.NoError(t, err)
 
-		rec := &recorder{ContainerRuntime: b.rt}
+		rec := &recorder{ContainerRuntime: b.RT}
 		leaky, err := provision.New(rec, provision.Options{
 			Registry:    engines.MustRegistry(engines.Postgres{}, leakyRedis{}, engines.Mongo{}),
 			LabelPrefix: e.prefix, Images: e.images, Getenv: func(string) string { return "" },
@@ -126,7 +127,7 @@ func TestNoPasswordInDebugLogs(t *testing.T) {
 		assertNoSecret(t, "the debug logs", logs.String(), pws)
 		assert.Contains(t, logs.String(), "sandbox failed", "the logs cover the failure")
 		t.Logf("%d lines of debug logs, %d events checked", strings.Count(logs.String(), "\n"), strings.Count(events.String(), "\n"))
-	})
+	}, testruntimes.WithLogger(logger))
 }
 
 // TestCLINoPasswordAtDebugLevel runs the CLI with -v (debug logs on
@@ -134,17 +135,17 @@ func TestNoPasswordInDebugLogs(t *testing.T) {
 // appear only in the env output that was asked for, on stdout, in
 // *_PASSWORD and *_URL lines, and nowhere else.
 func TestCLINoPasswordAtDebugLevel(t *testing.T) {
-	forEachRuntime(t, nil, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newFenv(t, b)
 		ctx := testCtx(t, 5*time.Minute)
-		e.warm(ctx)
+		e.warm()
 		bin := cli(t)
 		require.NotEmpty(t, bin)
 		var env []string
 		for name, ref := range e.images {
 			env = append(env, provision.ImageEnvName(name)+"="+ref)
 		}
-		global := []string{"--runtime", b.name, "--label-prefix", e.prefix, "-v"}
+		global := []string{"--runtime", b.Name, "--label-prefix", e.prefix, "-v"}
 		run := func(args ...string) cliResult {
 			t.Helper()
 			res := runCLI(ctx, t, env, append(append([]string{}, global...), args...)...)

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -40,26 +41,13 @@ type janEnv struct {
 // "<prefix>.test=1".
 func (e *janEnv) testLabel() string { return e.prefix + ".test" }
 
-func newJanEnv(t *testing.T, b backend) *janEnv {
+func newJanEnv(t *testing.T, b testruntimes.Runtime) *janEnv {
 	t.Helper()
 	rnd := make([]byte, 4)
 	_, _ = rand.Read(rnd)
-	e := &janEnv{t: t, name: b.name, rt: b.rt, prefix: "sbxtest" + hex.EncodeToString(rnd)}
+	e := &janEnv{t: t, name: b.Name, rt: b.RT, prefix: "sbxtest" + hex.EncodeToString(rnd)}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		for _, sel := range []map[string]string{{janitor.SandboxLabel(e.prefix): "1"}, {e.testLabel(): "1"}} {
-			cs, err := e.rt.List(ctx, sel)
-			if err != nil {
-				t.Logf("cleanup: %v", err)
-				continue
-			}
-			for _, c := range cs {
-				if err := e.rt.Remove(ctx, c.ID); err != nil {
-					t.Logf("cleanup: %v", err)
-				}
-			}
-		}
+		testruntimes.RemoveLabelled(t, e.rt, map[string]string{janitor.SandboxLabel(e.prefix): "1"}, map[string]string{e.testLabel(): "1"})
 	})
 	return e
 }
@@ -83,7 +71,7 @@ func (e *janEnv) agent(ctx context.Context, name string) string {
 	e.t.Helper()
 	c, err := e.rt.Run(ctx, runtime.RunSpec{
 		Name:    name,
-		Image:   ensureImage(e.t, e.rt, testenv.Image(e.t, e.name, "busybox")),
+		Image:   testruntimes.EnsureImage(e.t, e.rt, testenv.Image(e.t, e.name, "busybox")),
 		Command: []string{"sleep", "3600"},
 		Labels:  map[string]string{e.testLabel(): "1"},
 	})
@@ -123,22 +111,6 @@ func janContainerNames(sb provision.Sandbox) []string {
 	return out
 }
 
-// janPoll calls cond every interval, on the test's goroutine (so that
-// cond may use require), until it returns true; it fails the test when
-// timeout passes first. msgAndArgs describe the failure.
-func janPoll(t *testing.T, cond func() bool, timeout, interval time.Duration, msgAndArgs ...any) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			require.Fail(t, fmt.Sprintf("condition not met within %s", timeout), msgAndArgs...)
-		}
-		<-tick.C
-	}
-}
-
 // created returns the runtime's precise creation time of each container
 // (inspect has nanoseconds; list, which the janitor reads, only seconds).
 func (e *janEnv) created(ctx context.Context, ids ...string) map[string]time.Time {
@@ -159,7 +131,7 @@ func (e *janEnv) created(ctx context.Context, ids ...string) map[string]time.Tim
 func sweepUntilRemoved(ctx context.Context, t *testing.T, j *janitor.Janitor, grace time.Duration, created map[string]time.Time) janitor.Report {
 	t.Helper()
 	var rep janitor.Report
-	janPoll(t, func() bool {
+	testruntimes.Poll(t, func() bool {
 		var err error
 		rep, err = j.Sweep(ctx)
 		end := time.Now()
@@ -178,7 +150,7 @@ func sweepUntilRemoved(ctx context.Context, t *testing.T, j *janitor.Janitor, gr
 // TestJanitorOrphanRemovedAfterGrace: a sandbox whose owner never appears
 // is left alone while in grace, and removed by the first sweep after.
 func TestJanitorOrphanRemovedAfterGrace(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newJanEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -206,7 +178,7 @@ func TestJanitorOrphanRemovedAfterGrace(t *testing.T) {
 // after the owner keeps its sandboxes across sweeps; once it is gone, the
 // next sweep removes them.
 func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newJanEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -218,7 +190,7 @@ func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
 		require.NoError(t, err)
 		j := e.janitor(grace)
 
-		janPoll(t, func() bool { // until both are past their grace...
+		testruntimes.Poll(t, func() bool { // until both are past their grace...
 			rep, err := j.Sweep(ctx)
 			require.NoError(t, err)
 			require.Empty(t, rep.Removed)
@@ -245,7 +217,7 @@ func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
 // kept past the grace window while it lives, although no container is
 // named after their owner.
 func TestJanitorLiveProcessOwnerKeepsItsSandboxes(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newJanEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -257,7 +229,7 @@ func TestJanitorLiveProcessOwnerKeepsItsSandboxes(t *testing.T) {
 		require.NoError(t, err)
 		j := e.janitor(grace)
 
-		janPoll(t, func() bool {
+		testruntimes.Poll(t, func() bool {
 			rep, err := j.Sweep(ctx)
 			require.NoError(t, err)
 			require.Empty(t, rep.Removed)
@@ -271,7 +243,7 @@ func TestJanitorLiveProcessOwnerKeepsItsSandboxes(t *testing.T) {
 // back to back while a provision is in progress for an owner that does
 // not exist yet; none may touch what the provision is creating.
 func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newJanEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -326,7 +298,7 @@ func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
 // also proves the process-owner path: its pid is gone, they are orphans.
 func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 	testenv.Load()
-	e := newJanEnv(t, connectDocker(t)) // crashprov drives Docker
+	e := newJanEnv(t, testruntimes.ConnectDocker(t)) // crashprov drives Docker
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	services := []string{"postgres", "redis", "mongo"}
@@ -357,7 +329,7 @@ func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 		close(lines)
 	}()
 
-	janPoll(t, func() bool { return len(e.sandboxes(ctx)) > 0 }, time.Minute, 10*time.Millisecond,
+	testruntimes.Poll(t, func() bool { return len(e.sandboxes(ctx)) > 0 }, time.Minute, 10*time.Millisecond,
 		"the provisioner never created a container; stderr:\n%s", &stderr)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	waitErr := cmd.Wait()
@@ -375,7 +347,7 @@ func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 	const grace = 2 * time.Second
 	j := e.janitor(grace)
 	var removed []string
-	janPoll(t, func() bool {
+	testruntimes.Poll(t, func() bool {
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
 		require.Empty(t, rep.Kept, "the dead provisioner's sandboxes are nobody's")
@@ -403,7 +375,7 @@ func BenchmarkJanitorSweep50(b *testing.B) {
 	if _, err := rt.Version(ctx); err != nil {
 		testenv.Unavailable(b, "docker", "%v", err)
 	}
-	image := ensureImage(b, rt, testenv.Image(b, "docker", "busybox"))
+	image := testruntimes.EnsureImage(b, rt, testenv.Image(b, "docker", "busybox"))
 	rnd := make([]byte, 4)
 	_, _ = rand.Read(rnd)
 	prefix := "sbxbench" + hex.EncodeToString(rnd)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -40,17 +41,17 @@ var trio = []string{"postgres", "redis", "mongo"}
 // other test's janitor sweeps see its sandboxes.
 type provEnv struct {
 	t        *testing.T
-	b        backend
+	b        testruntimes.Runtime
 	prefix   string
 	images   map[string]string
 	networks []string
 }
 
-func newProvEnv(t *testing.T, b backend) *provEnv {
+func newProvEnv(t *testing.T, b testruntimes.Runtime) *provEnv {
 	t.Helper()
 	e := &provEnv{t: t, b: b, prefix: "sbxprov" + randHex(3), images: map[string]string{}}
 	for _, s := range trio {
-		e.images[s] = testenv.Image(t, b.name, s)
+		e.images[s] = testenv.Image(t, b.Name, s)
 	}
 	t.Cleanup(e.cleanup)
 	return e
@@ -60,22 +61,11 @@ func newProvEnv(t *testing.T, b backend) *provEnv {
 func (e *provEnv) testLabel() string { return e.prefix + ".test" }
 
 func (e *provEnv) cleanup() {
+	testruntimes.RemoveLabelled(e.t, e.b.RT, map[string]string{e.prefix + ".sandbox": "1"}, map[string]string{e.testLabel(): "1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, sel := range []map[string]string{{e.prefix + ".sandbox": "1"}, {e.testLabel(): "1"}} {
-		cs, err := e.b.rt.List(ctx, sel)
-		if err != nil {
-			e.t.Logf("cleanup: %v", err)
-			continue
-		}
-		for _, c := range cs {
-			if err := e.b.rt.Remove(ctx, c.ID); err != nil {
-				e.t.Logf("cleanup: %v", err)
-			}
-		}
-	}
 	for _, n := range e.networks {
-		if err := e.b.rt.RemoveNetwork(ctx, n); err != nil {
+		if err := e.b.RT.RemoveNetwork(ctx, n); err != nil {
 			e.t.Logf("cleanup: %v", err)
 		}
 	}
@@ -96,7 +86,7 @@ func (e *provEnv) provisioner(set func(*provision.Options)) *provision.Provision
 	if set != nil {
 		set(&opts)
 	}
-	p, err := provision.New(e.b.rt, opts)
+	p, err := provision.New(e.b.RT, opts)
 	require.NoError(e.t, err)
 	return p
 }
@@ -104,7 +94,7 @@ func (e *provEnv) provisioner(set func(*provision.Options)) *provision.Provision
 // owned lists the containers carrying the owner label of ownerID.
 func (e *provEnv) owned(ctx context.Context, p *provision.Provisioner, ownerID string) []runtime.Container {
 	e.t.Helper()
-	cs, err := e.b.rt.List(ctx, map[string]string{p.Labels().Owner: p.OwnerName(ownerID)})
+	cs, err := e.b.RT.List(ctx, map[string]string{p.Labels().Owner: p.OwnerName(ownerID)})
 	require.NoError(e.t, err)
 	return cs
 }
@@ -113,7 +103,7 @@ func (e *provEnv) owned(ctx context.Context, p *provision.Provisioner, ownerID s
 func (e *provEnv) network(ctx context.Context) string {
 	e.t.Helper()
 	name := e.prefix + "-net"
-	_, err := e.b.rt.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: map[string]string{e.testLabel(): "1"}})
+	_, err := e.b.RT.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: map[string]string{e.testLabel(): "1"}})
 	require.NoError(e.t, err)
 	e.networks = append(e.networks, name)
 	return name
@@ -121,14 +111,10 @@ func (e *provEnv) network(ctx context.Context) string {
 
 // warm makes sure the stand-in images are present, so that timings
 // measure provisioning rather than the first pull.
-func (e *provEnv) warm(ctx context.Context) {
+func (e *provEnv) warm() {
 	e.t.Helper()
 	for _, ref := range e.images {
-		ok, err := e.b.rt.ImageExists(ctx, ref)
-		require.NoError(e.t, err)
-		if !ok {
-			require.NoError(e.t, e.b.rt.PullImage(ctx, ref, nil))
-		}
+		testruntimes.EnsureImage(e.t, e.b.RT, ref)
 	}
 }
 
@@ -157,16 +143,16 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 // using nothing but the emitted env, and writes and reads; teardown then
 // leaves nothing behind, not even an anonymous volume.
 func TestProvisionHostMode(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newProvEnv(t, b)
 		ctx := testCtx(t, 5*time.Minute)
 		var pulls atomic.Int32
 		p := e.provisioner(func(o *provision.Options) { o.OnEvent = countPulls(&pulls) })
 		id := e.owner("host")
 		var before []string
-		if b.danglingVolumes != nil {
+		if b.DanglingVolumes != nil {
 			var err error
-			before, err = b.danglingVolumes(ctx)
+			before, err = b.DanglingVolumes(ctx)
 			require.NoError(t, err)
 		}
 
@@ -177,7 +163,7 @@ func TestProvisionHostMode(t *testing.T) {
 		env := sb.Map()
 
 		for _, c := range sb.Containers {
-			ctr, err := b.rt.Inspect(ctx, c.ID)
+			ctr, err := b.RT.Inspect(ctx, c.ID)
 			require.NoError(t, err)
 			require.Len(t, ctr.Ports, 1)
 			assert.Equal(t, "127.0.0.1", ctr.Ports[0].HostIP, "%s is published on loopback only", c.Name)
@@ -235,8 +221,8 @@ func TestProvisionHostMode(t *testing.T) {
 		t.Logf("trio torn down in %s", time.Since(start).Round(time.Millisecond))
 		assert.Len(t, removed, 3)
 		assert.Empty(t, e.owned(ctx, p, id), "zero containers carry the owner label")
-		if b.danglingVolumes != nil {
-			after, err := b.danglingVolumes(ctx)
+		if b.DanglingVolumes != nil {
+			after, err := b.DanglingVolumes(ctx)
 			require.NoError(t, err)
 			var leaked []string
 			for _, v := range after {
@@ -255,7 +241,7 @@ func TestProvisionHostMode(t *testing.T) {
 // Sibling mode: the sandboxes join a network and an "agent" on it, given
 // only the emitted env, reaches each with its engine's own CLI.
 func TestProvisionSiblingMode(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newProvEnv(t, b)
 		ctx := testCtx(t, 5*time.Minute)
 		network := e.network(ctx)
@@ -268,7 +254,7 @@ func TestProvisionSiblingMode(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("trio provisioned in %s (sibling mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
 		for _, c := range sb.Containers {
-			ctr, err := b.rt.Inspect(ctx, c.ID)
+			ctr, err := b.RT.Inspect(ctx, c.ID)
 			require.NoError(t, err)
 			assert.Empty(t, ctr.Ports, "%s publishes nothing in sibling mode", c.Name)
 			assert.Equal(t, ctr.Networks[network], c.Endpoint.Host, "%s: the address on the sibling network", c.Name)
@@ -298,7 +284,7 @@ func TestProvisionSiblingMode(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				agent, err := b.rt.Run(ctx, runtime.RunSpec{
+				agent, err := b.RT.Run(ctx, runtime.RunSpec{
 					Name:    e.prefix + "-agent-" + strings.ToLower(tt.name),
 					Image:   tt.image,
 					Command: []string{"sleep", "600"},
@@ -307,7 +293,7 @@ func TestProvisionSiblingMode(t *testing.T) {
 					Network: network,
 				})
 				require.NoError(t, err)
-				res, err := b.rt.Exec(ctx, agent.ID, runtime.ExecSpec{Cmd: []string{"sh", "-c", tt.script}})
+				res, err := b.RT.Exec(ctx, agent.ID, runtime.ExecSpec{Cmd: []string{"sh", "-c", tt.script}})
 				require.NoError(t, err)
 				assert.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
 				assert.Equal(t, tt.want, strings.TrimSpace(string(res.Stdout)), "stderr: %s", res.Stderr)
@@ -334,10 +320,10 @@ func TestReadinessNeverEarly(t *testing.T) {
 		require.NoError(t, err, "SANDBOXER_READINESS_ROUNDS")
 		rounds = n
 	}
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newProvEnv(t, b)
 		ctx := testCtx(t, time.Duration(rounds)*time.Minute+2*time.Minute)
-		e.warm(ctx)
+		e.warm()
 		p := e.provisioner(nil)
 		ok := map[string]int{}
 		var times []time.Duration
@@ -373,7 +359,7 @@ func TestReadinessNeverEarly(t *testing.T) {
 
 // A missing image for one of three services: fail-loud, nothing left.
 func TestRollbackOnMissingImage(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newProvEnv(t, b)
 		ctx := testCtx(t, 3*time.Minute)
 		registry := testenv.Getenv("SANDBOXER_REGISTRY")
@@ -418,11 +404,11 @@ func (wrongPasswordRedis) Probe(ep engines.Endpoint, cred engines.Credentials) [
 // A probe that never passes: rollback of every sibling, and the probe's
 // last output in the error.
 func TestRollbackOnProbeNeverReady(t *testing.T) {
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newProvEnv(t, b)
 		ctx := testCtx(t, 3*time.Minute)
 		reg := engines.MustRegistry(engines.Postgres{}, wrongPasswordRedis{}, engines.Mongo{})
-		rec := &recordingRuntime{ContainerRuntime: b.rt}
+		rec := &recordingRuntime{ContainerRuntime: b.RT}
 		p, err := provision.New(rec, provision.Options{LabelPrefix: e.prefix, Images: e.images, Registry: reg, Getenv: func(string) string { return "" }})
 		require.NoError(t, err)
 		id := e.owner("never")
@@ -483,10 +469,10 @@ func TestProvisionTimings(t *testing.T) {
 		require.NoError(t, err, "SANDBOXER_TIMING_ROUNDS")
 		rounds = n
 	}
-	forEachRuntime(t, func(t *testing.T, b backend) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newProvEnv(t, b)
 		ctx := testCtx(t, time.Duration(rounds)*5*time.Minute)
-		e.warm(ctx)
+		e.warm()
 		p := e.provisioner(nil)
 		base := map[string][]time.Duration{}
 		prov := map[string][]time.Duration{}
@@ -521,7 +507,7 @@ func TestProvisionTimings(t *testing.T) {
 		}
 		tm := median(prov["trio"])
 		lines = append(lines, fmt.Sprintf("%-8s slowest  %7s  provision %7s  ratio %.2f", "trio", slowest.Round(time.Millisecond), tm.Round(time.Millisecond), float64(tm)/float64(slowest)))
-		t.Logf("host mode, %s, median of %d:\n%s", b.name, rounds, strings.Join(lines, "\n"))
+		t.Logf("host mode, %s, median of %d:\n%s", b.Name, rounds, strings.Join(lines, "\n"))
 	})
 }
 
@@ -541,7 +527,7 @@ func (e *provEnv) baseline(ctx context.Context, svc string, round int) (time.Dur
 		tmpfs[p] = ""
 	}
 	start := time.Now()
-	ctr, err := e.b.rt.Run(ctx, runtime.RunSpec{
+	ctr, err := e.b.RT.Run(ctx, runtime.RunSpec{
 		Name:        fmt.Sprintf("%s-baseline-%s-%d", e.prefix, spec.Short, round),
 		Image:       e.images[svc],
 		Env:         cc.Env,
@@ -555,9 +541,9 @@ func (e *provEnv) baseline(ctx context.Context, svc string, round int) (time.Dur
 	if err != nil {
 		return 0, err
 	}
-	defer e.b.rt.Remove(context.WithoutCancel(ctx), ctr.ID)
+	defer e.b.RT.Remove(context.WithoutCancel(ctx), ctr.ID)
 	if len(ctr.Ports) == 0 {
-		if ctr, err = e.b.rt.Inspect(ctx, ctr.ID); err != nil {
+		if ctr, err = e.b.RT.Inspect(ctx, ctr.ID); err != nil {
 			return 0, err
 		}
 	}
