@@ -164,8 +164,11 @@ else
 	if timeout 1 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$port" 2>/dev/null; then
 		fail "port $port is taken by something that is not a registry (set SANDBOXER_REGISTRY_PORT)"
 	fi
+	# 8>&- 9>&-: the registry must not inherit the lock descriptors, or it
+	# would hold the start lock for its whole life and the next run would
+	# wait on it forever.
 	setsid nohup "$imagetool" serve --addr "$registry" --blobs "$cache/registry/blobs" \
-		>>"$run/registry.log" 2>&1 </dev/null &
+		>>"$run/registry.log" 2>&1 </dev/null 8>&- 9>&- &
 	echo $! >"$run/registry.pid"
 	deadline=$((SECONDS + 15))
 	until registry_answers; do
