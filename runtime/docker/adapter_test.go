@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -24,7 +25,7 @@ import (
 
 func TestVersion(t *testing.T) {
 	r := newTestRuntime(t)
-	info, err := r.Version(testCtx(t))
+	info, err := r.Version(adaptertest.Ctx(t))
 	require.NoError(t, err)
 	assert.Equal(t, Name, info.Runtime)
 	assert.Equal(t, r.Endpoint(), info.Endpoint)
@@ -35,12 +36,12 @@ func TestVersion(t *testing.T) {
 
 func TestRunHonoursTheSpec(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
-	labels := testLabels(t, r)
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
+	labels := adaptertest.Labels(t, r)
 	netName := testNetwork(t, r, labels)
 
-	spec := sleeper(img, "sandboxer-test-spec-"+randomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-spec-"+adaptertest.RandomSuffix(t), labels)
 	spec.Env = map[string]string{"SBX_A": "1", "SBX_B": "two words"}
 	spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m"}
 	spec.MemoryBytes = 64 << 20
@@ -123,7 +124,7 @@ func TestRunHonoursTheSpec(t *testing.T) {
 
 func TestRunFailuresLeaveNothingBehind(t *testing.T) {
 	r := newTestRuntime(t)
-	img := busybox(t, r)
+	img := adaptertest.Busybox(t, r)
 	tests := []struct {
 		name     string
 		mutate   func(*runtime.RunSpec)
@@ -155,9 +156,9 @@ func TestRunFailuresLeaveNothingBehind(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			labels := testLabels(t, r)
-			spec := sleeper(img, "sandboxer-test-fail-"+randomSuffix(t), labels)
+			ctx := adaptertest.Ctx(t)
+			labels := adaptertest.Labels(t, r)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-fail-"+adaptertest.RandomSuffix(t), labels)
 			tc.mutate(&spec)
 
 			_, err := r.Run(ctx, spec)
@@ -181,10 +182,10 @@ func TestRunFailuresLeaveNothingBehind(t *testing.T) {
 
 func TestRunUnderALiveNameIsAlreadyExists(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
-	labels := testLabels(t, r)
-	spec := sleeper(img, "sandboxer-test-dup-"+randomSuffix(t), labels)
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
+	labels := adaptertest.Labels(t, r)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-dup-"+adaptertest.RandomSuffix(t), labels)
 	first, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 
@@ -209,10 +210,10 @@ func TestRunUnderALiveNameIsAlreadyExists(t *testing.T) {
 
 func TestCreateThenLifecycleVerbs(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
-	labels := testLabels(t, r)
-	spec := sleeper(img, "sandboxer-test-created-"+randomSuffix(t), labels)
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
+	labels := adaptertest.Labels(t, r)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-created-"+adaptertest.RandomSuffix(t), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
 
 	c, err := r.Create(ctx, spec)
@@ -234,10 +235,10 @@ func TestCreateThenLifecycleVerbs(t *testing.T) {
 
 func TestExec(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
-	labels := testLabels(t, r)
-	c, err := r.Run(ctx, sleeper(img, "sandboxer-test-exec-"+randomSuffix(t), labels))
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
+	labels := adaptertest.Labels(t, r)
+	c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-exec-"+adaptertest.RandomSuffix(t), labels))
 	require.NoError(t, err)
 
 	tests := []struct {
@@ -272,7 +273,7 @@ func TestExec(t *testing.T) {
 	}
 
 	t.Run("AbsentContainerIsNotFound", func(t *testing.T) {
-		_, err := r.Exec(ctx, "sandboxer-test-absent-"+randomSuffix(t), runtime.ExecSpec{Cmd: []string{"true"}})
+		_, err := r.Exec(ctx, "sandboxer-test-absent-"+adaptertest.RandomSuffix(t), runtime.ExecSpec{Cmd: []string{"true"}})
 		assert.ErrorIs(t, err, runtime.ErrNotFound)
 	})
 	t.Run("StoppedContainerIsAnError", func(t *testing.T) {
@@ -286,12 +287,12 @@ func TestExec(t *testing.T) {
 
 func TestStopAndKill(t *testing.T) {
 	r := newTestRuntime(t)
-	img := busybox(t, r)
+	img := adaptertest.Busybox(t, r)
 
 	t.Run("StopWaitsGraceThenKills", func(t *testing.T) {
-		ctx := testCtx(t)
-		labels := testLabels(t, r)
-		spec := sleeper(img, "sandboxer-test-stop-"+randomSuffix(t), labels)
+		ctx := adaptertest.Ctx(t)
+		labels := adaptertest.Labels(t, r)
+		spec := adaptertest.Sleeper(img, "sandboxer-test-stop-"+adaptertest.RandomSuffix(t), labels)
 		spec.Command = []string{"sh", "-c", "trap '' TERM; while :; do sleep 1; done"}
 		c, err := r.Run(ctx, spec)
 		require.NoError(t, err)
@@ -309,8 +310,8 @@ func TestStopAndKill(t *testing.T) {
 	})
 
 	t.Run("StopHonoursTERM", func(t *testing.T) {
-		ctx := testCtx(t)
-		c, err := r.Run(ctx, sleeper(img, "sandboxer-test-term-"+randomSuffix(t), testLabels(t, r)))
+		ctx := adaptertest.Ctx(t)
+		c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-term-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r)))
 		require.NoError(t, err)
 		require.NoError(t, r.Stop(ctx, c.ID, 30*time.Second))
 		got, err := r.Inspect(ctx, c.ID)
@@ -320,8 +321,8 @@ func TestStopAndKill(t *testing.T) {
 	})
 
 	t.Run("KillReturnsStopped", func(t *testing.T) {
-		ctx := testCtx(t)
-		c, err := r.Run(ctx, sleeper(img, "sandboxer-test-kill-"+randomSuffix(t), testLabels(t, r)))
+		ctx := adaptertest.Ctx(t)
+		c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-kill-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r)))
 		require.NoError(t, err)
 		require.NoError(t, r.Kill(ctx, c.Name))
 		got, err := r.Inspect(ctx, c.ID)
@@ -331,8 +332,8 @@ func TestStopAndKill(t *testing.T) {
 	})
 
 	t.Run("AbsentContainer", func(t *testing.T) {
-		ctx := testCtx(t)
-		absent := "sandboxer-test-absent-" + randomSuffix(t)
+		ctx := adaptertest.Ctx(t)
+		absent := "sandboxer-test-absent-" + adaptertest.RandomSuffix(t)
 		assert.ErrorIs(t, r.Stop(ctx, absent, time.Second), runtime.ErrNotFound)
 		assert.ErrorIs(t, r.Kill(ctx, absent), runtime.ErrNotFound)
 		_, err := r.Inspect(ctx, absent)
@@ -343,14 +344,14 @@ func TestStopAndKill(t *testing.T) {
 
 func TestRemoveDeletesAnonymousVolumes(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
+	ctx := adaptertest.Ctx(t)
 	ref := testenv.Image(t, Name, "busybox-volume")
 	if ok, err := r.ImageExists(ctx, ref); err != nil || !ok {
 		if err := r.PullImage(ctx, ref, nil); err != nil {
 			testenv.Unavailable(t, Name, "image %s: %v", ref, err)
 		}
 	}
-	c, err := r.Run(ctx, sleeper(ref, "sandboxer-test-vol-"+randomSuffix(t), testLabels(t, r)))
+	c, err := r.Run(ctx, adaptertest.Sleeper(ref, "sandboxer-test-vol-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r)))
 	require.NoError(t, err)
 
 	var vol string
@@ -371,9 +372,9 @@ func TestRemoveDeletesAnonymousVolumes(t *testing.T) {
 
 func TestListBySelectorAcrossStates(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
-	labels := testLabels(t, r)
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
+	labels := adaptertest.Labels(t, r)
 	with := func(extra map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range labels {
@@ -384,15 +385,15 @@ func TestListBySelectorAcrossStates(t *testing.T) {
 		}
 		return out
 	}
-	name := func(s string) string { return "sandboxer-test-list-" + s + "-" + randomSuffix(t) }
+	name := func(s string) string { return "sandboxer-test-list-" + s + "-" + adaptertest.RandomSuffix(t) }
 
-	running, err := r.Run(ctx, sleeper(img, name("running"), with(map[string]string{"role": "a", "tier": "x"})))
+	running, err := r.Run(ctx, adaptertest.Sleeper(img, name("running"), with(map[string]string{"role": "a", "tier": "x"})))
 	require.NoError(t, err)
-	exitedSpec := sleeper(img, name("exited"), with(map[string]string{"role": "b", "tier": "x"}))
+	exitedSpec := adaptertest.Sleeper(img, name("exited"), with(map[string]string{"role": "b", "tier": "x"}))
 	exitedSpec.Command = []string{"sh", "-c", "exit 3"}
 	exited, err := r.Run(ctx, exitedSpec)
 	require.NoError(t, err)
-	created, err := r.Create(ctx, sleeper(img, name("created"), with(map[string]string{"role": "a", "tier": "y"})))
+	created, err := r.Create(ctx, adaptertest.Sleeper(img, name("created"), with(map[string]string{"role": "a", "tier": "y"})))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		c, err := r.Inspect(ctx, exited.ID)
@@ -438,9 +439,9 @@ func TestListBySelectorAcrossStates(t *testing.T) {
 
 func TestNetworks(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	labels := testLabels(t, r)
-	name := "sandboxer-test-net-" + randomSuffix(t)
+	ctx := adaptertest.Ctx(t)
+	labels := adaptertest.Labels(t, r)
+	name := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
 	t.Cleanup(func() { _ = r.RemoveNetwork(ctx, name) })
 
 	n, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: labels})
@@ -461,8 +462,8 @@ func TestNetworks(t *testing.T) {
 
 func TestImages(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
 
 	t.Run("Exists", func(t *testing.T) {
 		ok, err := r.ImageExists(ctx, img)
@@ -470,7 +471,7 @@ func TestImages(t *testing.T) {
 		assert.True(t, ok)
 	})
 	t.Run("AbsentIsFalseNotError", func(t *testing.T) {
-		ok, err := r.ImageExists(ctx, "sandboxer-dev/absent:"+randomSuffix(t))
+		ok, err := r.ImageExists(ctx, "sandboxer-dev/absent:"+adaptertest.RandomSuffix(t))
 		require.NoError(t, err)
 		assert.False(t, ok)
 	})
@@ -481,8 +482,8 @@ func TestImages(t *testing.T) {
 	}
 	if reg := testenv.Getenv("SANDBOXER_REGISTRY"); reg != "" {
 		absent = append(absent,
-			struct{ name, ref string }{name: "UnknownRepository", ref: reg + "/sandboxer/absent-" + randomSuffix(t) + ":latest"},
-			struct{ name, ref string }{name: "UnknownTag", ref: strings.SplitN(img, ":", 2)[0] + ":absent-" + randomSuffix(t)},
+			struct{ name, ref string }{name: "UnknownRepository", ref: reg + "/sandboxer/absent-" + adaptertest.RandomSuffix(t) + ":latest"},
+			struct{ name, ref string }{name: "UnknownTag", ref: strings.SplitN(img, ":", 2)[0] + ":absent-" + adaptertest.RandomSuffix(t)},
 		)
 	}
 	for _, tc := range absent {

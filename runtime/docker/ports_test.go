@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -55,52 +55,14 @@ func (p *portRace) beforeStart(_ context.Context, attempt int, id string) error 
 		"Error starting userland proxy: listen tcp4 %s: bind: address already in use", id, takenAddr))
 }
 
-// holdPort listens on a free 127.0.0.1 port until the test ends and
-// returns it.
-func holdPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// freePort returns a 127.0.0.1 port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// assertNoKind checks that err has none of the port's error kinds: a taken
-// host port is a failure of its own, not "not found" or "already exists".
-func assertNoKind(t *testing.T, err error) {
-	t.Helper()
-	for _, k := range []error{runtime.ErrNotFound, runtime.ErrAlreadyExists, runtime.ErrUnavailable, runtime.ErrImageNotFound, runtime.ErrUnsupported} {
-		assert.NotErrorIs(t, err, k)
-	}
-}
-
-// assertNothingLeft checks that a failed Run left no container behind.
-func assertNothingLeft(t *testing.T, ctx context.Context, r *Runtime, labels map[string]string, name string) {
-	t.Helper()
-	left, err := r.List(ctx, labels)
-	require.NoError(t, err)
-	assert.Empty(t, left, "a failed run leaves no container")
-	_, err = r.Inspect(ctx, name)
-	assert.ErrorIs(t, err, runtime.ErrNotFound)
-}
-
 // TestRunRetriesATakenEphemeralPort: a start that fails because its
 // ephemeral host port was taken is retried with a new container under the
 // same name, which gets its own ports; a fixed port beside it (released by
 // the daemon when the start failed) is bound by the retry.
 func TestRunRetriesATakenEphemeralPort(t *testing.T) {
-	logs := &logRecorder{}
+	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	img := busybox(t, r)
+	img := adaptertest.Busybox(t, r)
 	tests := []struct {
 		name  string
 		ports func() []runtime.PortSpec
@@ -109,17 +71,17 @@ func TestRunRetriesATakenEphemeralPort(t *testing.T) {
 			return []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081}}
 		}},
 		{name: "BesideAFixedPort", ports: func() []runtime.PortSpec {
-			return []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081, HostPort: freePort(t)}}
+			return []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081, HostPort: adaptertest.FreePort(t)}}
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			labels := testLabels(t, r)
-			spec := sleeper(img, "sandboxer-test-portrace-"+randomSuffix(t), labels)
+			ctx := adaptertest.Ctx(t)
+			labels := adaptertest.Labels(t, r)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
 			spec.Ports = tc.ports()
 			race := newPortRace(t, r, 1)
-			before := len(logs.matching(slog.LevelDebug, retryMessage))
+			before := len(logs.Matching(slog.LevelDebug, retryMessage))
 
 			c, err := r.Run(ctx, spec)
 			require.NoError(t, err)
@@ -139,12 +101,12 @@ func TestRunRetriesATakenEphemeralPort(t *testing.T) {
 			require.Len(t, all, 1, "exactly one container")
 			assert.Equal(t, c.ID, all[0].ID)
 
-			retries := logs.matching(slog.LevelDebug, retryMessage)
+			retries := logs.Matching(slog.LevelDebug, retryMessage)
 			require.Len(t, retries, before+1, "the retry is logged at debug level")
 			last := retries[len(retries)-1]
-			assert.Equal(t, "1", attr(last, "attempt"))
-			assert.Equal(t, spec.Name, attr(last, "container"))
-			assert.Equal(t, takenAddr, attr(last, "port"))
+			assert.Equal(t, "1", adaptertest.Attr(last, "attempt"))
+			assert.Equal(t, spec.Name, adaptertest.Attr(last, "container"))
+			assert.Equal(t, takenAddr, adaptertest.Attr(last, "port"))
 		})
 	}
 }
@@ -152,11 +114,11 @@ func TestRunRetriesATakenEphemeralPort(t *testing.T) {
 // TestRunGivesUpOnEphemeralPortsAfterThreeAttempts: the retries are
 // bounded, and what is left is an error naming the port and nothing else.
 func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
-	logs := &logRecorder{}
+	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	ctx := testCtx(t)
-	labels := testLabels(t, r)
-	spec := sleeper(busybox(t, r), "sandboxer-test-portrace-"+randomSuffix(t), labels)
+	ctx := adaptertest.Ctx(t)
+	labels := adaptertest.Labels(t, r)
+	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
 	race := newPortRace(t, r, maxRunAttempts)
 
@@ -167,20 +129,20 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 	var re *runtime.Error
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, opRun, re.Op)
-	assertNoKind(t, err)
+	adaptertest.AssertNoKind(t, err)
 	assert.Contains(t, err.Error(), spec.Name)
 	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", takenAddr, maxRunAttempts))
-	assert.Len(t, logs.matching(slog.LevelDebug, retryMessage), maxRunAttempts-1)
-	assertNothingLeft(t, ctx, r, labels, spec.Name)
+	assert.Len(t, logs.Matching(slog.LevelDebug, retryMessage), maxRunAttempts-1)
+	adaptertest.AssertNothingLeft(t, ctx, r, labels, spec.Name)
 }
 
 // TestRunWithATakenFixedHostPort: a host port asked for explicitly and
 // held by someone else (a process, or another container) is a real
 // conflict: no retry, an error naming the port, no container left.
 func TestRunWithATakenFixedHostPort(t *testing.T) {
-	logs := &logRecorder{}
+	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	img := busybox(t, r)
+	img := adaptertest.Busybox(t, r)
 	tests := []struct {
 		name string
 		// hold takes a host port and returns it.
@@ -189,14 +151,14 @@ func TestRunWithATakenFixedHostPort(t *testing.T) {
 		// wantMsg is what the daemon says (after the port).
 		wantMsg string
 	}{
-		{name: "HeldByAProcess", hold: func(t *testing.T, _ map[string]string) int { return holdPort(t) }, wantMsg: "bind: address already in use"},
-		{name: "HeldByAProcessBesideAnEphemeralPort", hold: func(t *testing.T, _ map[string]string) int { return holdPort(t) }, ephemeral: true, wantMsg: "bind: address already in use"},
+		{name: "HeldByAProcess", hold: func(t *testing.T, _ map[string]string) int { return adaptertest.HoldPort(t) }, wantMsg: "bind: address already in use"},
+		{name: "HeldByAProcessBesideAnEphemeralPort", hold: func(t *testing.T, _ map[string]string) int { return adaptertest.HoldPort(t) }, ephemeral: true, wantMsg: "bind: address already in use"},
 		{
 			name: "HeldByAnotherContainer",
 			hold: func(t *testing.T, labels map[string]string) int {
-				other := sleeper(img, "sandboxer-test-portholder-"+randomSuffix(t), labels)
-				other.Ports = []runtime.PortSpec{{ContainerPort: 8080, HostPort: freePort(t)}}
-				c, err := r.Run(testCtx(t), other)
+				other := adaptertest.Sleeper(img, "sandboxer-test-portholder-"+adaptertest.RandomSuffix(t), labels)
+				other.Ports = []runtime.PortSpec{{ContainerPort: 8080, HostPort: adaptertest.FreePort(t)}}
+				c, err := r.Run(adaptertest.Ctx(t), other)
 				require.NoError(t, err)
 				require.Len(t, c.Ports, 1)
 				return c.Ports[0].HostPort
@@ -207,16 +169,16 @@ func TestRunWithATakenFixedHostPort(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			labels := testLabels(t, r)
+			ctx := adaptertest.Ctx(t)
+			labels := adaptertest.Labels(t, r)
 			held := tc.hold(t, labels)
-			spec := sleeper(img, "sandboxer-test-portbusy-"+randomSuffix(t), labels)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-portbusy-"+adaptertest.RandomSuffix(t), labels)
 			spec.Ports = []runtime.PortSpec{{ContainerPort: 8080, HostPort: held}}
 			if tc.ephemeral {
 				spec.Ports = append(spec.Ports, runtime.PortSpec{ContainerPort: 8081})
 			}
 			race := newPortRace(t, r, 0)
-			before := len(logs.matching(slog.LevelDebug, retryMessage))
+			before := len(logs.Matching(slog.LevelDebug, retryMessage))
 
 			_, err := r.Run(ctx, spec)
 			require.Error(t, err)
@@ -225,10 +187,10 @@ func TestRunWithATakenFixedHostPort(t *testing.T) {
 			assert.Contains(t, err.Error(), "published host port "+addr+" is already in use: ")
 			assert.Contains(t, err.Error(), tc.wantMsg)
 			assert.Contains(t, err.Error(), spec.Name)
-			assertNoKind(t, err)
+			adaptertest.AssertNoKind(t, err)
 			assert.Equal(t, 1, race.attempts, "not retried")
-			assert.Len(t, logs.matching(slog.LevelDebug, retryMessage), before, "no retry logged")
-			left, err := r.List(ctx, map[string]string{testRunLabel: labels[testRunLabel]})
+			assert.Len(t, logs.Matching(slog.LevelDebug, retryMessage), before, "no retry logged")
+			left, err := r.List(ctx, map[string]string{adaptertest.RunLabel: labels[adaptertest.RunLabel]})
 			require.NoError(t, err)
 			for _, c := range left {
 				assert.NotEqual(t, spec.Name, c.Name, "a failed run leaves no container")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -20,7 +21,7 @@ import (
 
 func TestVersion(t *testing.T) {
 	r := newTestRuntime(t)
-	info, err := r.Version(testCtx(t))
+	info, err := r.Version(adaptertest.Ctx(t))
 	require.NoError(t, err)
 	assert.Equal(t, Name, info.Runtime)
 	assert.Equal(t, r.Endpoint(), info.Endpoint)
@@ -51,10 +52,10 @@ type storedSpec struct {
 
 func TestRunHonoursTheSpec(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
-	labels := testLabels(t, r)
-	netName := "sandboxer-test-net-" + randomSuffix(t)
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
+	labels := adaptertest.Labels(t, r)
+	netName := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
 	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: netName, Labels: labels})
 	require.NoError(t, err)
 	// Registered after testLabels' cleanup, so it runs first: remove the
@@ -70,7 +71,7 @@ func TestRunHonoursTheSpec(t *testing.T) {
 		assert.NoError(t, r.RemoveNetwork(cctx, netName))
 	})
 
-	spec := sleeper(img, "sandboxer-test-spec-"+randomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-spec-"+adaptertest.RandomSuffix(t), labels)
 	spec.Env = map[string]string{"SBX_A": "1", "SBX_B": "two words"}
 	spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m"}
 	spec.MemoryBytes = 64 << 20
@@ -133,12 +134,12 @@ func TestRunHonoursTheSpec(t *testing.T) {
 // host port may stay busy that long after a failed start.
 func TestFailedStartLeavesNothing(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
-	labels := testLabels(t, r)
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
+	labels := adaptertest.Labels(t, r)
 	ports := []runtime.PortSpec{{ContainerPort: 8080}}
 
-	bad := sleeper(img, "sandboxer-test-badstart-"+randomSuffix(t), labels)
+	bad := adaptertest.Sleeper(img, "sandboxer-test-badstart-"+adaptertest.RandomSuffix(t), labels)
 	bad.Command = []string{"/nonexistent/binary"}
 	bad.Ports = ports
 	_, err := r.Run(ctx, bad)
@@ -154,7 +155,7 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left)
 
-	good := sleeper(img, "sandboxer-test-goodstart-"+randomSuffix(t), labels)
+	good := adaptertest.Sleeper(img, "sandboxer-test-goodstart-"+adaptertest.RandomSuffix(t), labels)
 	good.Ports = ports
 	c, err := r.Run(ctx, good)
 	require.NoError(t, err)
@@ -164,9 +165,9 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 
 func TestRunOnAbsentNetworkIsNotFound(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	spec := sleeper(busybox(t, r), "sandboxer-test-nonet-"+randomSuffix(t), testLabels(t, r))
-	spec.Network = "sandboxer-test-absent-" + randomSuffix(t)
+	ctx := adaptertest.Ctx(t)
+	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-nonet-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r))
+	spec.Network = "sandboxer-test-absent-" + adaptertest.RandomSuffix(t)
 	_, err := r.Run(ctx, spec)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, runtime.ErrNotFound)
@@ -199,9 +200,9 @@ func procLimit(t *testing.T, ctx context.Context, r *Runtime, container, row str
 // start), and clamps what is asked above that.
 func TestRlimitsFitTheService(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	img := busybox(t, r)
-	labels := testLabels(t, r)
+	ctx := adaptertest.Ctx(t)
+	img := adaptertest.Busybox(t, r)
+	labels := adaptertest.Labels(t, r)
 	_, svc, err := r.connect(ctx, opVersion, "")
 	require.NoError(t, err)
 	if svc.rlimits == nil {
@@ -220,7 +221,7 @@ func TestRlimitsFitTheService(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := sleeper(img, "sandboxer-test-rlimit-"+randomSuffix(t), labels)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-rlimit-"+adaptertest.RandomSuffix(t), labels)
 			spec.Ulimits = tc.ulimits
 			_, err := r.Run(ctx, spec)
 			require.NoError(t, err)
@@ -233,8 +234,8 @@ func TestRlimitsFitTheService(t *testing.T) {
 // whose lifetime is over, torn down or not.
 func TestLifetimeEndsTheContainer(t *testing.T) {
 	r := newTestRuntime(t, WithLifetime(2*time.Second))
-	ctx := testCtx(t)
-	spec := sleeper(busybox(t, r), "sandboxer-test-lifetime-"+randomSuffix(t), testLabels(t, r))
+	ctx := adaptertest.Ctx(t)
+	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-lifetime-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r))
 	_, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -245,8 +246,8 @@ func TestLifetimeEndsTheContainer(t *testing.T) {
 
 func TestExec(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	spec := sleeper(busybox(t, r), "sandboxer-test-exec-"+randomSuffix(t), testLabels(t, r))
+	ctx := adaptertest.Ctx(t)
+	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-exec-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r))
 	_, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 
@@ -281,8 +282,8 @@ func TestExec(t *testing.T) {
 // started is not running, so stop and kill have nothing to do.
 func TestStopKillCreatedAreNoError(t *testing.T) {
 	r := newTestRuntime(t)
-	ctx := testCtx(t)
-	spec := sleeper(busybox(t, r), "sandboxer-test-created-"+randomSuffix(t), testLabels(t, r))
+	ctx := adaptertest.Ctx(t)
+	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-created-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r))
 	c, err := r.Create(ctx, spec)
 	require.NoError(t, err)
 	require.Equal(t, runtime.StateCreated, c.State)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -83,54 +84,16 @@ func (p *portTaker) beforeStart(ctx context.Context, attempt int, id string) err
 	return nil
 }
 
-// holdPort listens on a free 127.0.0.1 port until the test ends and
-// returns it.
-func holdPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// freePort returns a 127.0.0.1 port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// assertNoKind checks that err has none of the port's error kinds: a taken
-// host port is a failure of its own, not "not found" or "already exists".
-func assertNoKind(t *testing.T, err error) {
-	t.Helper()
-	for _, k := range []error{runtime.ErrNotFound, runtime.ErrAlreadyExists, runtime.ErrUnavailable, runtime.ErrImageNotFound, runtime.ErrUnsupported} {
-		assert.NotErrorIs(t, err, k)
-	}
-}
-
-// assertNothingLeft checks that a failed Run left no container behind.
-func assertNothingLeft(t *testing.T, ctx context.Context, r *Runtime, labels map[string]string, name string) {
-	t.Helper()
-	left, err := r.List(ctx, labels)
-	require.NoError(t, err)
-	assert.Empty(t, left, "a failed run leaves no container")
-	_, err = r.Inspect(ctx, name)
-	assert.ErrorIs(t, err, runtime.ErrNotFound)
-}
-
 // TestRunRetriesATakenEphemeralPort provokes the race of two runtimes on
 // one host: the ephemeral port Podman chose at create is taken before the
 // start binds it. Run removes the failed container and creates it again
 // with a fresh port.
 func TestRunRetriesATakenEphemeralPort(t *testing.T) {
-	logs := &logRecorder{}
+	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	ctx := testCtx(t)
-	labels := testLabels(t, r)
-	spec := sleeper(busybox(t, r), "sandboxer-test-portrace-"+randomSuffix(t), labels)
+	ctx := adaptertest.Ctx(t)
+	labels := adaptertest.Labels(t, r)
+	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081}}
 	taker := newPortTaker(t, r, 1, 0)
 
@@ -152,21 +115,21 @@ func TestRunRetriesATakenEphemeralPort(t *testing.T) {
 	require.Len(t, all, 1, "exactly one container")
 	assert.Equal(t, c.ID, all[0].ID)
 
-	retries := logs.matching(slog.LevelDebug, retryMessage)
+	retries := logs.Matching(slog.LevelDebug, retryMessage)
 	require.Len(t, retries, 1, "the retry is logged at debug level")
-	assert.Equal(t, "1", attr(retries[0], "attempt"))
-	assert.Equal(t, spec.Name, attr(retries[0], "container"))
-	assert.Contains(t, taker.taken, attr(retries[0], "port"), "the log names the taken port")
+	assert.Equal(t, "1", adaptertest.Attr(retries[0], "attempt"))
+	assert.Equal(t, spec.Name, adaptertest.Attr(retries[0], "container"))
+	assert.Contains(t, taker.taken, adaptertest.Attr(retries[0], "port"), "the log names the taken port")
 }
 
 // TestRunGivesUpOnEphemeralPortsAfterThreeAttempts: the retries are
 // bounded, and what is left is an error naming the port and nothing else.
 func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
-	logs := &logRecorder{}
+	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	ctx := testCtx(t)
-	labels := testLabels(t, r)
-	spec := sleeper(busybox(t, r), "sandboxer-test-portrace-"+randomSuffix(t), labels)
+	ctx := adaptertest.Ctx(t)
+	labels := adaptertest.Labels(t, r)
+	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
 	taker := newPortTaker(t, r, maxRunAttempts, 0)
 
@@ -178,11 +141,11 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 	var re *runtime.Error
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, opRun, re.Op)
-	assertNoKind(t, err)
+	adaptertest.AssertNoKind(t, err)
 	assert.Contains(t, err.Error(), spec.Name)
 	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", taker.taken[maxRunAttempts-1], maxRunAttempts))
-	assert.Len(t, logs.matching(slog.LevelDebug, retryMessage), maxRunAttempts-1)
-	assertNothingLeft(t, ctx, r, labels, spec.Name)
+	assert.Len(t, logs.Matching(slog.LevelDebug, retryMessage), maxRunAttempts-1)
+	adaptertest.AssertNothingLeft(t, ctx, r, labels, spec.Name)
 }
 
 // TestRunWithATakenFixedHostPort: a host port asked for explicitly and
@@ -213,27 +176,27 @@ func TestRunWithATakenFixedHostPort(t *testing.T) {
 			// collection: a retry would fail on it.
 			name: "EphemeralPortTakenBesideAFixedOne",
 			ports: func(int) []runtime.PortSpec {
-				return []runtime.PortSpec{{ContainerPort: 8080, HostPort: freePort(t)}, {ContainerPort: 8081}}
+				return []runtime.PortSpec{{ContainerPort: 8080, HostPort: adaptertest.FreePort(t)}, {ContainerPort: 8081}}
 			},
 			take: 8081,
 		},
 	}
-	logs := &logRecorder{}
+	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	img := busybox(t, r)
+	img := adaptertest.Busybox(t, r)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			labels := testLabels(t, r)
-			held := holdPort(t)
-			spec := sleeper(img, "sandboxer-test-portbusy-"+randomSuffix(t), labels)
+			ctx := adaptertest.Ctx(t)
+			labels := adaptertest.Labels(t, r)
+			held := adaptertest.HoldPort(t)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-portbusy-"+adaptertest.RandomSuffix(t), labels)
 			spec.Ports = tc.ports(held)
 			upTo := 0
 			if tc.take != 0 {
 				upTo = 1
 			}
 			taker := newPortTaker(t, r, upTo, tc.take)
-			before := len(logs.matching(slog.LevelDebug, retryMessage))
+			before := len(logs.Matching(slog.LevelDebug, retryMessage))
 
 			_, err := r.Run(ctx, spec)
 			require.Error(t, err)
@@ -245,10 +208,10 @@ func TestRunWithATakenFixedHostPort(t *testing.T) {
 			}
 			assert.Contains(t, err.Error(), "published host port "+want+" is already in use: ")
 			assert.Contains(t, err.Error(), spec.Name)
-			assertNoKind(t, err)
+			adaptertest.AssertNoKind(t, err)
 			assert.Equal(t, 1, taker.attempts, "not retried")
-			assert.Len(t, logs.matching(slog.LevelDebug, retryMessage), before, "no retry logged")
-			assertNothingLeft(t, ctx, r, labels, spec.Name)
+			assert.Len(t, logs.Matching(slog.LevelDebug, retryMessage), before, "no retry logged")
+			adaptertest.AssertNothingLeft(t, ctx, r, labels, spec.Name)
 		})
 	}
 }
