@@ -68,3 +68,22 @@ func (e *Error) Unwrap() []error {
 	}
 	return errs
 }
+
+// Verbs as every adapter's errors name them ("docker: run <name>: ..."),
+// so that messages read the same whatever the backend.
+const (
+	OpConnect       = "connect"
+	OpVersion       = "version"
+	OpImageExists   = "inspect image"
+	OpPull          = "pull"
+	OpRun           = "run"
+	OpCreate        = "create"
+	OpInspect       = "inspect"
+	OpExec          = "exec"
+	OpStop          = "stop"
+	OpKill          = "kill"
+	OpRemove        = "remove"
+	OpList          = "list"
+	OpCreateNetwork = "create network"
+	OpRemoveNetwork = "remove network"
+)

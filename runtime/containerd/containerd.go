@@ -229,7 +229,7 @@ func New(opts ...Option) (*Runtime, error) {
 		o.namespace = DefaultNamespace
 	}
 	if err := identifiers.Validate(o.namespace); err != nil {
-		return nil, runtime.NewError(Name, opConnect, o.address, nil, fmt.Errorf("namespace %q: %w", o.namespace, err))
+		return nil, runtime.NewError(Name, runtime.OpConnect, o.address, nil, fmt.Errorf("namespace %q: %w", o.namespace, err))
 	}
 	if o.stateDir == "" {
 		o.stateDir = DefaultStateDir
@@ -247,13 +247,13 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	ports, err := hostPortRange(o.ports)
 	if err != nil {
-		return nil, runtime.NewError(Name, opConnect, o.address, nil, err)
+		return nil, runtime.NewError(Name, runtime.OpConnect, o.address, nil, err)
 	}
 	c, err := client.New(o.address,
 		client.WithDefaultNamespace(o.namespace),
 		client.WithTimeout(pingTimeout))
 	if err != nil {
-		return nil, runtime.NewError(Name, opConnect, o.address, runtime.ErrUnavailable, err)
+		return nil, runtime.NewError(Name, runtime.OpConnect, o.address, runtime.ErrUnavailable, err)
 	}
 	return &Runtime{
 		client:      c,
@@ -282,7 +282,7 @@ func (r *Runtime) Namespace() string { return r.namespace }
 // Version pings the daemon and reports its version and the host's cgroup
 // version.
 func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
-	const op = opVersion
+	const op = runtime.OpVersion
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, r.address); err != nil {
 		return runtime.Info{}, err

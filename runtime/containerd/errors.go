@@ -11,24 +11,6 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// Verbs as they appear in error messages ("containerd: <verb> <object>: ...").
-const (
-	opConnect       = "connect"
-	opVersion       = "version"
-	opImageExists   = "inspect image"
-	opPull          = "pull"
-	opRun           = "run"
-	opCreate        = "create"
-	opInspect       = "inspect"
-	opExec          = "exec"
-	opStop          = "stop"
-	opKill          = "kill"
-	opRemove        = "remove"
-	opList          = "list"
-	opCreateNetwork = "create network"
-	opRemoveNetwork = "remove network"
-)
-
 // wrap is the one place where an error of the containerd client (or of the
 // adapter's own plumbing) becomes a *runtime.Error naming the runtime, the
 // verb and the object, with a kind from kindOf. An error that already is a
@@ -87,7 +69,7 @@ func kindOf(op string, err error) error {
 		return nil
 	case cerrdefs.IsUnavailable(err):
 		return runtime.ErrUnavailable
-	case op == opPull:
+	case op == runtime.OpPull:
 		// Unknown repository or tag, registry unreachable or refusing: the
 		// image cannot be had.
 		return runtime.ErrImageNotFound
@@ -95,7 +77,7 @@ func kindOf(op string, err error) error {
 		return runtime.ErrNotFound
 	case cerrdefs.IsAlreadyExists(err):
 		// "Already exists" means "name taken" only for verbs that create.
-		if op == opRun || op == opCreate || op == opCreateNetwork {
+		if op == runtime.OpRun || op == runtime.OpCreate || op == runtime.OpCreateNetwork {
 			return runtime.ErrAlreadyExists
 		}
 		return nil

@@ -26,12 +26,12 @@ func TestWrapClassifies(t *testing.T) {
 		err  error
 		want error
 	}{
-		{name: "not found", op: opInspect, err: errNotFound, want: runtime.ErrNotFound},
-		{name: "already exists on run", op: opRun, err: errAlreadyExists, want: runtime.ErrAlreadyExists},
-		{name: "already exists elsewhere has no kind", op: opExec, err: errAlreadyExists, want: nil},
-		{name: "unavailable", op: opList, err: errUnavailable, want: runtime.ErrUnavailable},
-		{name: "any pull failure", op: opPull, err: errors.New("connection refused"), want: runtime.ErrImageNotFound},
-		{name: "a kind the adapter set", op: opRun, err: withKind(runtime.ErrUnsupported, "x"), want: runtime.ErrUnsupported},
+		{name: "not found", op: runtime.OpInspect, err: errNotFound, want: runtime.ErrNotFound},
+		{name: "already exists on run", op: runtime.OpRun, err: errAlreadyExists, want: runtime.ErrAlreadyExists},
+		{name: "already exists elsewhere has no kind", op: runtime.OpExec, err: errAlreadyExists, want: nil},
+		{name: "unavailable", op: runtime.OpList, err: errUnavailable, want: runtime.ErrUnavailable},
+		{name: "any pull failure", op: runtime.OpPull, err: errors.New("connection refused"), want: runtime.ErrImageNotFound},
+		{name: "a kind the adapter set", op: runtime.OpRun, err: withKind(runtime.ErrUnsupported, "x"), want: runtime.ErrUnsupported},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

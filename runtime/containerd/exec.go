@@ -24,7 +24,7 @@ import (
 // or uid[:gid], resolved in the container's /etc/passwd), and waits for it:
 // stdout, stderr and the exit code come back separately.
 func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (runtime.ExecResult, error) {
-	const op = opExec
+	const op = runtime.OpExec
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, ref); err != nil {
 		return runtime.ExecResult{}, err

@@ -24,7 +24,7 @@ func normalizeRef(ref string) (string, error) {
 
 // ImageExists reports whether ref is present in the namespace's image store.
 func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
-	const op = opImageExists
+	const op = runtime.OpImageExists
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, ref); err != nil {
 		return false, err

@@ -20,7 +20,7 @@ import (
 // with the addresses and published ports recorded when it joined its
 // network, and its tmpfs mounts and anonymous volumes.
 func (r *Runtime) Inspect(ctx context.Context, ref string) (runtime.Container, error) {
-	const op = opInspect
+	const op = runtime.OpInspect
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, ref); err != nil {
 		return runtime.Container{}, err

@@ -18,7 +18,7 @@ import (
 // of selector, filtered by the daemon (`labels."k"=="v"`, comma = AND) and
 // checked again here, with their states from one list of the tasks.
 func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
-	const op = opList
+	const op = runtime.OpList
 	ctx = r.ctx(ctx)
 	obj := selectorString(selector)
 	if err := r.ready(ctx, op, obj); err != nil {

@@ -94,7 +94,7 @@ func lockFile(dir string) (func(), error) {
 // is a file of the state dir; the bridge itself appears when the first
 // container joins. A name that is taken is ErrAlreadyExists.
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
-	const op = opCreateNetwork
+	const op = runtime.OpCreateNetwork
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, spec.Name); err != nil {
 		return runtime.Network{}, err
@@ -116,7 +116,7 @@ func (r *Runtime) createNetwork(spec runtime.NetworkSpec) (*networkDef, error) {
 	}
 	defer unlock()
 	if _, err := os.Stat(r.networkFile(spec.Name)); err == nil {
-		return nil, fail(opCreateNetwork, spec.Name, runtime.ErrAlreadyExists, "network %q exists", spec.Name)
+		return nil, fail(runtime.OpCreateNetwork, spec.Name, runtime.ErrAlreadyExists, "network %q exists", spec.Name)
 	}
 	defs, err := r.readNetworks()
 	if err != nil {
@@ -250,7 +250,7 @@ func hostAddresses() []net.IP {
 // bridge. A network that containers are still attached to is refused; an
 // absent network is not an error.
 func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
-	const op = opRemoveNetwork
+	const op = runtime.OpRemoveNetwork
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, name); err != nil {
 		return err

@@ -24,7 +24,7 @@ import (
 // A ref that cannot be had (unknown repository or tag, registry unreachable
 // or refusing) is ErrImageNotFound.
 func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.ProgressFunc) error {
-	const op = opPull
+	const op = runtime.OpPull
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, ref); err != nil {
 		return err

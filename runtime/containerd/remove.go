@@ -10,6 +10,8 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/identifiers"
 	cerrdefs "github.com/containerd/errdefs"
+
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // Remove force-removes a container: it leaves its network first (CNI DEL,
@@ -17,7 +19,7 @@ import (
 // the task, deletes the container with its snapshot, its anonymous volumes,
 // its log and its host port reservation. An absent container is not an error.
 func (r *Runtime) Remove(ctx context.Context, ref string) error {
-	const op = opRemove
+	const op = runtime.OpRemove
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, ref); err != nil {
 		return err

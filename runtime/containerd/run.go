@@ -29,7 +29,7 @@ const cleanupTimeout = 30 * time.Second
 // and starts it. If any step fails, everything made so far is removed
 // before the error is returned.
 func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	const op = opRun
+	const op = runtime.OpRun
 	ctx = r.ctx(ctx)
 	obj := object(spec)
 	if err := r.ready(ctx, op, obj); err != nil {
@@ -51,7 +51,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Contai
 // pull) and the network must exist (the default network is created on
 // demand). It implements runtime.Creator.
 func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	const op = opCreate
+	const op = runtime.OpCreate
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, object(spec)); err != nil {
 		return runtime.Container{}, err

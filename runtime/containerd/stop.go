@@ -9,13 +9,15 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/sys/signal"
+
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // Stop sends the container's stop signal (the image's, else SIGTERM),
 // waits up to grace for the task to exit, then kills it. A container that
 // is not running is left as it is.
 func (r *Runtime) Stop(ctx context.Context, ref string, grace time.Duration) error {
-	const op = opStop
+	const op = runtime.OpStop
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, ref); err != nil {
 		return err
@@ -40,7 +42,7 @@ func (r *Runtime) Stop(ctx context.Context, ref string, grace time.Duration) err
 // Kill sends SIGKILL and returns once the task has exited. A container that
 // is not running is left as it is.
 func (r *Runtime) Kill(ctx context.Context, ref string) error {
-	const op = opKill
+	const op = runtime.OpKill
 	ctx = r.ctx(ctx)
 	if err := r.ready(ctx, op, ref); err != nil {
 		return err

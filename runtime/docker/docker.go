@@ -124,7 +124,7 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	u, err := client.ParseHostURL(host)
 	if err != nil {
-		return nil, runtime.NewError(Name, opConnect, host, runtime.ErrUnavailable, fmt.Errorf("invalid endpoint: %w", err))
+		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, fmt.Errorf("invalid endpoint: %w", err))
 	}
 
 	copts := []client.Opt{client.FromEnv, client.WithHost(host), client.WithAPIVersionNegotiation()}
@@ -133,7 +133,7 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	cli, err := client.NewClientWithOpts(copts...)
 	if err != nil {
-		return nil, runtime.NewError(Name, opConnect, host, runtime.ErrUnavailable, err)
+		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, err)
 	}
 	return &Runtime{cli: cli, endpoint: host, log: o.log, pingTimeout: pingTimeout}, nil
 }
@@ -164,7 +164,7 @@ func (r *Runtime) Endpoint() string { return r.endpoint }
 // Version pings the daemon and reports its version, the negotiated API
 // version, whether it runs rootless and its cgroup version.
 func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
-	const op = opVersion
+	const op = runtime.OpVersion
 	if err := r.negotiate(ctx, op, r.endpoint); err != nil {
 		return runtime.Info{}, err
 	}

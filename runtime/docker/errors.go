@@ -15,24 +15,6 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// Verbs as they appear in error messages ("docker: <verb> <object>: ...").
-const (
-	opConnect       = "connect"
-	opVersion       = "version"
-	opImageExists   = "inspect image"
-	opPull          = "pull"
-	opRun           = "run"
-	opCreate        = "create"
-	opInspect       = "inspect"
-	opExec          = "exec"
-	opStop          = "stop"
-	opKill          = "kill"
-	opRemove        = "remove"
-	opList          = "list"
-	opCreateNetwork = "create network"
-	opRemoveNetwork = "remove network"
-)
-
 // wrap is the one place where an error of the docker client becomes a
 // *runtime.Error: see translate.
 func (r *Runtime) wrap(op, object string, err error) error {
@@ -69,12 +51,12 @@ func kindOf(op string, err error) error {
 		return nil
 	case client.IsErrConnectionFailed(err), cerrdefs.IsUnavailable(err):
 		return runtime.ErrUnavailable
-	case op == opPull:
+	case op == runtime.OpPull:
 		// Unknown repository or tag, registry unreachable or refusing,
 		// error inside the progress stream: the image cannot be had.
 		return runtime.ErrImageNotFound
 	case cerrdefs.IsNotFound(err):
-		if (op == opRun || op == opCreate) && isMissingImage(err) {
+		if (op == runtime.OpRun || op == runtime.OpCreate) && isMissingImage(err) {
 			return runtime.ErrImageNotFound
 		}
 		return runtime.ErrNotFound
@@ -82,7 +64,7 @@ func kindOf(op string, err error) error {
 		// 409 means "name taken" only for verbs that create something;
 		// elsewhere it is a state conflict (e.g. exec in a stopped
 		// container), which has no kind of its own.
-		if op == opRun || op == opCreate || op == opCreateNetwork {
+		if op == runtime.OpRun || op == runtime.OpCreate || op == runtime.OpCreateNetwork {
 			return runtime.ErrAlreadyExists
 		}
 		return nil

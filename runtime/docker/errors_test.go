@@ -32,7 +32,7 @@ func TestTranslate(t *testing.T) {
 	const endpoint = "unix:///nonexistent.sock"
 	notFound := cerrdefs.ErrNotFound.WithMessage("Error response from daemon: No such container: c1")
 	conflict := cerrdefs.ErrConflict.WithMessage(`Error response from daemon: Conflict. The container name "/c1" is already in use`)
-	already := &runtime.Error{Runtime: Name, Op: opRun, Object: "c1", Kind: runtime.ErrUnsupported}
+	already := &runtime.Error{Runtime: Name, Op: runtime.OpRun, Object: "c1", Kind: runtime.ErrUnsupported}
 
 	tests := []struct {
 		name     string
@@ -42,27 +42,27 @@ func TestTranslate(t *testing.T) {
 		wantIs   []error
 		wantMsg  []string
 	}{
-		{name: "NotFoundContainer", op: opInspect, err: notFound, wantKind: runtime.ErrNotFound, wantMsg: []string{"docker: inspect c1: not found", "No such container"}},
-		{name: "NotFoundWrapped", op: opStop, err: fmt.Errorf("stopping: %w", notFound), wantKind: runtime.ErrNotFound},
-		{name: "MissingImageOnRun", op: opRun, err: cerrdefs.ErrNotFound.WithMessage("Error response from daemon: No such image: busybox:nope"), wantKind: runtime.ErrImageNotFound},
-		{name: "MissingImageOnCreate", op: opCreate, err: cerrdefs.ErrNotFound.WithMessage("Error response from daemon: No such image: busybox:nope"), wantKind: runtime.ErrImageNotFound},
-		{name: "MissingNetworkOnRun", op: opRun, err: cerrdefs.ErrNotFound.WithMessage("Error response from daemon: network nope not found"), wantKind: runtime.ErrNotFound},
-		{name: "ConflictOnRunIsAlreadyExists", op: opRun, err: conflict, wantKind: runtime.ErrAlreadyExists},
-		{name: "ConflictOnCreateIsAlreadyExists", op: opCreate, err: conflict, wantKind: runtime.ErrAlreadyExists},
-		{name: "ConflictOnNetworkCreateIsAlreadyExists", op: opCreateNetwork, err: cerrdefs.ErrConflict.WithMessage("network with name n1 already exists"), wantKind: runtime.ErrAlreadyExists},
-		{name: "AlreadyExistsOnRun", op: opRun, err: cerrdefs.ErrAlreadyExists, wantKind: runtime.ErrAlreadyExists},
-		{name: "ConflictOnExecIsUnclassified", op: opExec, err: cerrdefs.ErrConflict.WithMessage("Container c1 is not running"), wantKind: nil, wantMsg: []string{"is not running"}},
-		{name: "ConnectionFailed", op: opList, err: connectionFailed(t, endpoint), wantKind: runtime.ErrUnavailable, wantMsg: []string{endpoint}},
-		{name: "UnavailableWithoutEndpointGetsIt", op: opList, err: cerrdefs.ErrUnavailable, wantKind: runtime.ErrUnavailable, wantMsg: []string{"endpoint " + endpoint}},
-		{name: "ConnectionFailedOnPullIsUnavailable", op: opPull, err: connectionFailed(t, endpoint), wantKind: runtime.ErrUnavailable},
-		{name: "PullHTTPError", op: opPull, err: cerrdefs.ErrNotFound.WithMessage("manifest unknown"), wantKind: runtime.ErrImageNotFound},
-		{name: "PullStreamError", op: opPull, err: &jsonmessage.JSONError{Message: "manifest for 127.0.0.1:5000/nope:latest not found"}, wantKind: runtime.ErrImageNotFound, wantMsg: []string{"manifest for"}},
-		{name: "PullInvalidReference", op: opPull, err: cerrdefs.ErrInvalidArgument.WithMessage("invalid reference format"), wantKind: runtime.ErrImageNotFound},
-		{name: "CanceledIsUnclassified", op: opPull, err: context.Canceled, wantKind: nil, wantIs: []error{context.Canceled}},
-		{name: "DeadlineIsUnclassified", op: opInspect, err: context.DeadlineExceeded, wantKind: nil, wantIs: []error{context.DeadlineExceeded}},
-		{name: "InternalIsUnclassified", op: opRun, err: cerrdefs.ErrInternal.WithMessage("OCI runtime create failed"), wantKind: nil},
-		{name: "UnknownIsUnclassified", op: opRemove, err: errors.New("boom"), wantKind: nil, wantMsg: []string{"docker: remove c1: boom"}},
-		{name: "AlreadyTranslatedIsKept", op: opInspect, err: already, wantKind: runtime.ErrUnsupported, wantMsg: []string{"docker: run c1"}},
+		{name: "NotFoundContainer", op: runtime.OpInspect, err: notFound, wantKind: runtime.ErrNotFound, wantMsg: []string{"docker: inspect c1: not found", "No such container"}},
+		{name: "NotFoundWrapped", op: runtime.OpStop, err: fmt.Errorf("stopping: %w", notFound), wantKind: runtime.ErrNotFound},
+		{name: "MissingImageOnRun", op: runtime.OpRun, err: cerrdefs.ErrNotFound.WithMessage("Error response from daemon: No such image: busybox:nope"), wantKind: runtime.ErrImageNotFound},
+		{name: "MissingImageOnCreate", op: runtime.OpCreate, err: cerrdefs.ErrNotFound.WithMessage("Error response from daemon: No such image: busybox:nope"), wantKind: runtime.ErrImageNotFound},
+		{name: "MissingNetworkOnRun", op: runtime.OpRun, err: cerrdefs.ErrNotFound.WithMessage("Error response from daemon: network nope not found"), wantKind: runtime.ErrNotFound},
+		{name: "ConflictOnRunIsAlreadyExists", op: runtime.OpRun, err: conflict, wantKind: runtime.ErrAlreadyExists},
+		{name: "ConflictOnCreateIsAlreadyExists", op: runtime.OpCreate, err: conflict, wantKind: runtime.ErrAlreadyExists},
+		{name: "ConflictOnNetworkCreateIsAlreadyExists", op: runtime.OpCreateNetwork, err: cerrdefs.ErrConflict.WithMessage("network with name n1 already exists"), wantKind: runtime.ErrAlreadyExists},
+		{name: "AlreadyExistsOnRun", op: runtime.OpRun, err: cerrdefs.ErrAlreadyExists, wantKind: runtime.ErrAlreadyExists},
+		{name: "ConflictOnExecIsUnclassified", op: runtime.OpExec, err: cerrdefs.ErrConflict.WithMessage("Container c1 is not running"), wantKind: nil, wantMsg: []string{"is not running"}},
+		{name: "ConnectionFailed", op: runtime.OpList, err: connectionFailed(t, endpoint), wantKind: runtime.ErrUnavailable, wantMsg: []string{endpoint}},
+		{name: "UnavailableWithoutEndpointGetsIt", op: runtime.OpList, err: cerrdefs.ErrUnavailable, wantKind: runtime.ErrUnavailable, wantMsg: []string{"endpoint " + endpoint}},
+		{name: "ConnectionFailedOnPullIsUnavailable", op: runtime.OpPull, err: connectionFailed(t, endpoint), wantKind: runtime.ErrUnavailable},
+		{name: "PullHTTPError", op: runtime.OpPull, err: cerrdefs.ErrNotFound.WithMessage("manifest unknown"), wantKind: runtime.ErrImageNotFound},
+		{name: "PullStreamError", op: runtime.OpPull, err: &jsonmessage.JSONError{Message: "manifest for 127.0.0.1:5000/nope:latest not found"}, wantKind: runtime.ErrImageNotFound, wantMsg: []string{"manifest for"}},
+		{name: "PullInvalidReference", op: runtime.OpPull, err: cerrdefs.ErrInvalidArgument.WithMessage("invalid reference format"), wantKind: runtime.ErrImageNotFound},
+		{name: "CanceledIsUnclassified", op: runtime.OpPull, err: context.Canceled, wantKind: nil, wantIs: []error{context.Canceled}},
+		{name: "DeadlineIsUnclassified", op: runtime.OpInspect, err: context.DeadlineExceeded, wantKind: nil, wantIs: []error{context.DeadlineExceeded}},
+		{name: "InternalIsUnclassified", op: runtime.OpRun, err: cerrdefs.ErrInternal.WithMessage("OCI runtime create failed"), wantKind: nil},
+		{name: "UnknownIsUnclassified", op: runtime.OpRemove, err: errors.New("boom"), wantKind: nil, wantMsg: []string{"docker: remove c1: boom"}},
+		{name: "AlreadyTranslatedIsKept", op: runtime.OpInspect, err: already, wantKind: runtime.ErrUnsupported, wantMsg: []string{"docker: run c1"}},
 	}
 	kinds := []error{runtime.ErrNotFound, runtime.ErrAlreadyExists, runtime.ErrUnavailable, runtime.ErrImageNotFound, runtime.ErrUnsupported}
 	for _, tc := range tests {
@@ -86,7 +86,7 @@ func TestTranslate(t *testing.T) {
 	}
 
 	t.Run("NilStaysNil", func(t *testing.T) {
-		assert.NoError(t, translate(endpoint, opInspect, "c1", nil))
+		assert.NoError(t, translate(endpoint, runtime.OpInspect, "c1", nil))
 	})
 }
 
@@ -167,7 +167,7 @@ func TestHostPortBusy(t *testing.T) {
 			assert.Equal(t, tc.wantAddr, addr, "addr")
 			assert.Equal(t, tc.wantPort, port, "port")
 			if busy {
-				assert.Nil(t, kindOf(opRun, tc.err), "a taken port keeps its kind: none")
+				assert.Nil(t, kindOf(runtime.OpRun, tc.err), "a taken port keeps its kind: none")
 			}
 		})
 	}

@@ -18,11 +18,11 @@ import (
 // them on one stream). An absent container is runtime.ErrNotFound; a
 // non-zero exit code is a result, not an error.
 func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (runtime.ExecResult, error) {
-	if err := r.negotiate(ctx, opExec, ref); err != nil {
+	if err := r.negotiate(ctx, runtime.OpExec, ref); err != nil {
 		return runtime.ExecResult{}, err
 	}
 	if len(spec.Cmd) == 0 {
-		return runtime.ExecResult{}, runtime.NewError(Name, opExec, ref, nil, errors.New("no command given"))
+		return runtime.ExecResult{}, runtime.NewError(Name, runtime.OpExec, ref, nil, errors.New("no command given"))
 	}
 	created, err := r.cli.ContainerExecCreate(ctx, ref, container.ExecOptions{
 		Cmd:          spec.Cmd,
@@ -32,11 +32,11 @@ func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (
 		AttachStderr: true,
 	})
 	if err != nil {
-		return runtime.ExecResult{}, r.wrap(opExec, ref, err)
+		return runtime.ExecResult{}, r.wrap(runtime.OpExec, ref, err)
 	}
 	att, err := r.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return runtime.ExecResult{}, r.wrap(opExec, ref, err)
+		return runtime.ExecResult{}, r.wrap(runtime.OpExec, ref, err)
 	}
 	defer att.Close()
 	// The hijacked connection does not watch ctx: close it when ctx ends so
@@ -49,11 +49,11 @@ func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return runtime.ExecResult{}, r.wrap(opExec, ref, fmt.Errorf("reading output of %q: %w", spec.Cmd[0], err))
+		return runtime.ExecResult{}, r.wrap(runtime.OpExec, ref, fmt.Errorf("reading output of %q: %w", spec.Cmd[0], err))
 	}
 	code, err := r.execExitCode(ctx, created.ID)
 	if err != nil {
-		return runtime.ExecResult{}, r.wrap(opExec, ref, err)
+		return runtime.ExecResult{}, r.wrap(runtime.OpExec, ref, err)
 	}
 	return runtime.ExecResult{ExitCode: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
 }

@@ -16,14 +16,14 @@ import (
 
 // ImageExists reports whether ref is present in the daemon's image store.
 func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
-	if err := r.negotiate(ctx, opImageExists, ref); err != nil {
+	if err := r.negotiate(ctx, runtime.OpImageExists, ref); err != nil {
 		return false, err
 	}
 	if _, err := r.cli.ImageInspect(ctx, ref); err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return false, nil
 		}
-		return false, r.wrap(opImageExists, ref, err)
+		return false, r.wrap(runtime.OpImageExists, ref, err)
 	}
 	return true, nil
 }
@@ -35,19 +35,19 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 // is runtime.ErrImageNotFound (runtime.ErrUnavailable when the daemon itself
 // does not answer).
 func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.ProgressFunc) error {
-	if err := r.negotiate(ctx, opPull, ref); err != nil {
+	if err := r.negotiate(ctx, runtime.OpPull, ref); err != nil {
 		return err
 	}
 	rc, err := r.cli.ImagePull(ctx, ref, image.PullOptions{})
 	if err != nil {
-		return r.wrap(opPull, ref, err)
+		return r.wrap(runtime.OpPull, ref, err)
 	}
 	defer rc.Close()
 	if err := decodePull(ref, rc, progress); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
-		return r.wrap(opPull, ref, err)
+		return r.wrap(runtime.OpPull, ref, err)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 // Inspect reports a container's current state; an absent container is
 // runtime.ErrNotFound.
 func (r *Runtime) Inspect(ctx context.Context, ref string) (runtime.Container, error) {
-	return r.inspect(ctx, opInspect, ref)
+	return r.inspect(ctx, runtime.OpInspect, ref)
 }
 
 // inspect is Inspect with the verb to blame in errors.

@@ -20,7 +20,7 @@ import (
 // are not filled.
 func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
 	obj := selectorString(selector)
-	if err := r.negotiate(ctx, opList, obj); err != nil {
+	if err := r.negotiate(ctx, runtime.OpList, obj); err != nil {
 		return nil, err
 	}
 	args := filters.NewArgs()
@@ -29,7 +29,7 @@ func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 	}
 	summaries, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
 	if err != nil {
-		return nil, r.wrap(opList, obj, err)
+		return nil, r.wrap(runtime.OpList, obj, err)
 	}
 	out := make([]runtime.Container, 0, len(summaries))
 	for _, s := range summaries {

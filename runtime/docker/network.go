@@ -14,7 +14,7 @@ import (
 // already taken is runtime.ErrAlreadyExists (the client asks pre-1.44
 // daemons, which would otherwise accept duplicate names, to check).
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
-	if err := r.negotiate(ctx, opCreateNetwork, spec.Name); err != nil {
+	if err := r.negotiate(ctx, runtime.OpCreateNetwork, spec.Name); err != nil {
 		return runtime.Network{}, err
 	}
 	resp, err := r.cli.NetworkCreate(ctx, spec.Name, network.CreateOptions{
@@ -22,7 +22,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 		Labels: maps.Clone(spec.Labels),
 	})
 	if err != nil {
-		return runtime.Network{}, r.wrap(opCreateNetwork, spec.Name, err)
+		return runtime.Network{}, r.wrap(runtime.OpCreateNetwork, spec.Name, err)
 	}
 	return runtime.Network{ID: resp.ID, Name: spec.Name}, nil
 }
@@ -30,11 +30,11 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 // RemoveNetwork deletes a network by name or ID; an absent network is not
 // an error.
 func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
-	if err := r.negotiate(ctx, opRemoveNetwork, name); err != nil {
+	if err := r.negotiate(ctx, runtime.OpRemoveNetwork, name); err != nil {
 		return err
 	}
 	if err := r.cli.NetworkRemove(ctx, name); err != nil && !cerrdefs.IsNotFound(err) {
-		return r.wrap(opRemoveNetwork, name, err)
+		return r.wrap(runtime.OpRemoveNetwork, name, err)
 	}
 	return nil
 }

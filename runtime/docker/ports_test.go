@@ -128,7 +128,7 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 	assert.Equal(t, maxRunAttempts, race.attempts)
 	var re *runtime.Error
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, opRun, re.Op)
+	assert.Equal(t, runtime.OpRun, re.Op)
 	adaptertest.AssertNoKind(t, err)
 	assert.Contains(t, err.Error(), spec.Name)
 	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", takenAddr, maxRunAttempts))

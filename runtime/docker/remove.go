@@ -8,12 +8,14 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // Remove force-removes a container (killing it if it runs) together with
 // its anonymous volumes. An absent container is not an error.
 func (r *Runtime) Remove(ctx context.Context, ref string) error {
-	if err := r.negotiate(ctx, opRemove, ref); err != nil {
+	if err := r.negotiate(ctx, runtime.OpRemove, ref); err != nil {
 		return err
 	}
 	err := r.cli.ContainerRemove(ctx, ref, container.RemoveOptions{Force: true, RemoveVolumes: true})
@@ -25,7 +27,7 @@ func (r *Runtime) Remove(ctx context.Context, ref string) error {
 		// so wait for that removal rather than report a conflict.
 		return r.waitGone(ctx, ref)
 	default:
-		return r.wrap(opRemove, ref, err)
+		return r.wrap(runtime.OpRemove, ref, err)
 	}
 }
 
@@ -39,11 +41,11 @@ func (r *Runtime) waitGone(ctx context.Context, ref string) error {
 			return nil
 		}
 		if err != nil {
-			return r.wrap(opRemove, ref, err)
+			return r.wrap(runtime.OpRemove, ref, err)
 		}
 		select {
 		case <-ctx.Done():
-			return r.wrap(opRemove, ref, fmt.Errorf("waiting for a removal already in progress: %w", ctx.Err()))
+			return r.wrap(runtime.OpRemove, ref, fmt.Errorf("waiting for a removal already in progress: %w", ctx.Err()))
 		case <-tick.C:
 		}
 	}

@@ -42,27 +42,27 @@ const maxRunAttempts = 3
 // retried.
 func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
 	for attempt := 1; ; attempt++ {
-		id, err := r.create(ctx, opRun, spec)
+		id, err := r.create(ctx, runtime.OpRun, spec)
 		if err != nil {
 			return runtime.Container{}, err
 		}
 		err = r.start(ctx, attempt, id)
 		if err == nil {
-			c, err := r.inspect(ctx, opRun, id)
+			c, err := r.inspect(ctx, runtime.OpRun, id)
 			if err != nil {
 				// A container the caller cannot see is one it cannot tear down.
-				r.discard(ctx, opRun, id)
+				r.discard(ctx, runtime.OpRun, id)
 				return runtime.Container{}, err
 			}
 			return c, nil
 		}
-		removed := r.discard(ctx, opRun, id) == nil
+		removed := r.discard(ctx, runtime.OpRun, id) == nil
 		addr, port, busy := hostPortBusy(err)
 		if !busy {
-			return runtime.Container{}, r.wrap(opRun, object(spec, id), err)
+			return runtime.Container{}, r.wrap(runtime.OpRun, object(spec, id), err)
 		}
 		if !removed || attempt == maxRunAttempts || ctx.Err() != nil || !retryable(spec.Ports, port) {
-			return runtime.Container{}, r.wrap(opRun, object(spec, id), portBusyError(addr, attempt, err))
+			return runtime.Container{}, r.wrap(runtime.OpRun, object(spec, id), portBusyError(addr, attempt, err))
 		}
 		r.log.DebugContext(ctx, "docker: an ephemeral host port was taken before the start; retrying with fresh ports",
 			"container", object(spec, id), "attempt", attempt, "port", addr, "error", err)
@@ -112,13 +112,13 @@ func portBusyError(addr string, attempts int, err error) error {
 // "created"). It implements runtime.Creator; the lifecycle code only uses
 // Run.
 func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	id, err := r.create(ctx, opCreate, spec)
+	id, err := r.create(ctx, runtime.OpCreate, spec)
 	if err != nil {
 		return runtime.Container{}, err
 	}
-	c, err := r.inspect(ctx, opCreate, id)
+	c, err := r.inspect(ctx, runtime.OpCreate, id)
 	if err != nil {
-		r.discard(ctx, opCreate, id)
+		r.discard(ctx, runtime.OpCreate, id)
 		return runtime.Container{}, err
 	}
 	return c, nil

@@ -7,6 +7,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // Stop sends the container's stop signal (the image's StopSignal, else
@@ -15,14 +17,14 @@ import (
 // container that is not running is not an error; an absent one is
 // runtime.ErrNotFound.
 func (r *Runtime) Stop(ctx context.Context, ref string, grace time.Duration) error {
-	if err := r.negotiate(ctx, opStop, ref); err != nil {
+	if err := r.negotiate(ctx, runtime.OpStop, ref); err != nil {
 		return err
 	}
 	secs := int(math.Ceil(max(grace, 0).Seconds()))
 	// The daemon answers 304 for a container that is not running, which
 	// the client reports as success.
 	if err := r.cli.ContainerStop(ctx, ref, container.StopOptions{Timeout: &secs}); err != nil {
-		return r.wrap(opStop, ref, err)
+		return r.wrap(runtime.OpStop, ref, err)
 	}
 	return nil
 }
@@ -31,13 +33,13 @@ func (r *Runtime) Stop(ctx context.Context, ref string, grace time.Duration) err
 // A container that is not running is not an error; an absent one is
 // runtime.ErrNotFound.
 func (r *Runtime) Kill(ctx context.Context, ref string) error {
-	if err := r.negotiate(ctx, opKill, ref); err != nil {
+	if err := r.negotiate(ctx, runtime.OpKill, ref); err != nil {
 		return err
 	}
 	if err := r.cli.ContainerKill(ctx, ref, "SIGKILL"); err != nil {
 		// 409: "container ... is not running" (or stopped meanwhile).
 		if !cerrdefs.IsConflict(err) {
-			return r.wrap(opKill, ref, err)
+			return r.wrap(runtime.OpKill, ref, err)
 		}
 	}
 	waitC, errC := r.cli.ContainerWait(ctx, ref, container.WaitConditionNotRunning)
@@ -49,6 +51,6 @@ func (r *Runtime) Kill(ctx context.Context, ref string) error {
 			// Removed meanwhile (e.g. auto-remove): certainly not running.
 			return nil
 		}
-		return r.wrap(opKill, ref, err)
+		return r.wrap(runtime.OpKill, ref, err)
 	}
 }

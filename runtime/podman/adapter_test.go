@@ -146,7 +146,7 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 	require.Error(t, err, "a start that cannot exec its command fails")
 	var re *runtime.Error
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, opRun, re.Op)
+	assert.Equal(t, runtime.OpRun, re.Op)
 	assert.Contains(t, err.Error(), bad.Name)
 
 	_, err = r.Inspect(ctx, bad.Name)
@@ -203,7 +203,7 @@ func TestRlimitsFitTheService(t *testing.T) {
 	ctx := adaptertest.Ctx(t)
 	img := adaptertest.Busybox(t, r)
 	labels := adaptertest.Labels(t, r)
-	_, svc, err := r.connect(ctx, opVersion, "")
+	_, svc, err := r.connect(ctx, runtime.OpVersion, "")
 	require.NoError(t, err)
 	if svc.rlimits == nil {
 		t.Skip("the service's rlimits cannot be read from here (not a local socket)")

@@ -17,24 +17,6 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// Verbs as they appear in error messages ("podman: <verb> <object>: ...").
-const (
-	opConnect       = "connect"
-	opVersion       = "version"
-	opImageExists   = "inspect image"
-	opPull          = "pull"
-	opRun           = "run"
-	opCreate        = "create"
-	opInspect       = "inspect"
-	opExec          = "exec"
-	opStop          = "stop"
-	opKill          = "kill"
-	opRemove        = "remove"
-	opList          = "list"
-	opCreateNetwork = "create network"
-	opRemoveNetwork = "remove network"
-)
-
 // Root causes as libpod reports them in its error model's "cause" (the
 // text of its sentinel errors, stable across 4.x and 5.x). They are the
 // only messages this adapter reads, and only here.
@@ -94,7 +76,7 @@ func kindOf(op string, err error) error {
 		return nil
 	case isConnectionError(err):
 		return runtime.ErrUnavailable
-	case op == opPull:
+	case op == runtime.OpPull:
 		// Unknown repository or tag, registry unreachable or refusing,
 		// error inside the progress stream: the image cannot be had.
 		return runtime.ErrImageNotFound
@@ -103,12 +85,12 @@ func kindOf(op string, err error) error {
 	switch {
 	case hasCause(cause, causeNameInUse, causeCtrExists, causeNetworkExists):
 		return runtime.ErrAlreadyExists
-	case (op == opRun || op == opCreate) && hasCause(cause, causeNoSuchImage):
+	case (op == runtime.OpRun || op == runtime.OpCreate) && hasCause(cause, causeNoSuchImage):
 		return runtime.ErrImageNotFound
 	case code == http.StatusNotFound,
 		hasCause(cause, causeNoSuchContainer, causeNoSuchExec, causeNoSuchNetwork):
 		return runtime.ErrNotFound
-	case code == http.StatusConflict && (op == opRun || op == opCreate || op == opCreateNetwork):
+	case code == http.StatusConflict && (op == runtime.OpRun || op == runtime.OpCreate || op == runtime.OpCreateNetwork):
 		return runtime.ErrAlreadyExists
 	default:
 		return nil

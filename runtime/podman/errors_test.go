@@ -32,74 +32,74 @@ func TestKindOf(t *testing.T) {
 	}{
 		{
 			name: "InspectAbsent",
-			op:   opInspect,
+			op:   runtime.OpInspect,
 			err:  apiErr(404, "no such container", `no container with name or ID "x" found: no such container`),
 			want: runtime.ErrNotFound,
 		},
 		{
 			name: "DuplicateNameIsA500",
-			op:   opRun,
+			op:   runtime.OpRun,
 			err: apiErr(500, "that name is already in use",
 				`creating container storage: the container name "x" is already in use by 1728b1ed. You have to remove that container to be able to reuse that name: that name is already in use`),
 			want: runtime.ErrAlreadyExists,
 		},
 		{
 			name: "CreateAbsentImageIsA500",
-			op:   opCreate,
+			op:   runtime.OpCreate,
 			err:  apiErr(500, "image not known", "sandboxer-conformance/absent-x:none: image not known"),
 			want: runtime.ErrImageNotFound,
 		},
 		{
 			name: "ImageNotKnownOutsideCreateIsNotFound",
-			op:   opInspect,
+			op:   runtime.OpInspect,
 			err:  apiErr(404, "image not known", "x: image not known"),
 			want: runtime.ErrNotFound,
 		},
 		{
 			name: "NetworkDuplicate",
-			op:   opCreateNetwork,
+			op:   runtime.OpCreateNetwork,
 			err:  apiErr(409, "network already exists", "network name n already used: network already exists"),
 			want: runtime.ErrAlreadyExists,
 		},
 		{
 			name: "RunOnAbsentNetwork",
-			op:   opRun,
+			op:   runtime.OpRun,
 			err:  apiErr(404, "network not found", "unable to find network with name or ID n: network not found"),
 			want: runtime.ErrNotFound,
 		},
 		{
 			name: "ExecInStoppedContainerHasNoKind",
-			op:   opExec,
+			op:   runtime.OpExec,
 			err:  apiErr(500, "container state improper", "can only create exec sessions on running containers: container state improper"),
 			want: nil,
 		},
 		{
 			name: "ConflictOutsideCreateHasNoKind",
-			op:   opKill,
+			op:   runtime.OpKill,
 			err:  apiErr(409, "container state improper", "can only kill running containers"),
 			want: nil,
 		},
 		{
 			name: "AnyPullFailureIsImageNotFound",
-			op:   opPull,
+			op:   runtime.OpPull,
 			err:  errors.New("initializing source docker://127.0.0.1:1/none/none:1: pinging container registry"),
 			want: runtime.ErrImageNotFound,
 		},
 		{
 			name: "RefusedIsUnavailable",
-			op:   opPull,
+			op:   runtime.OpPull,
 			err:  &url.Error{Op: "Get", URL: "http://d/_ping", Err: &net.OpError{Op: "dial", Net: "unix", Err: syscall.ECONNREFUSED}},
 			want: runtime.ErrUnavailable,
 		},
 		{
 			name: "MissingSocketIsUnavailable",
-			op:   opInspect,
+			op:   runtime.OpInspect,
 			err:  fmt.Errorf("dial: %w", syscall.ENOENT),
 			want: runtime.ErrUnavailable,
 		},
 		{
 			name: "CallerGaveUp",
-			op:   opInspect,
+			op:   runtime.OpInspect,
 			err:  fmt.Errorf("request: %w", context.Canceled),
 			want: nil,
 		},
@@ -113,7 +113,7 @@ func TestKindOf(t *testing.T) {
 
 func TestTranslate(t *testing.T) {
 	t.Run("NamesRuntimeVerbObjectAndStatus", func(t *testing.T) {
-		err := translate("unix:///run/podman/podman.sock", opInspect, "box",
+		err := translate("unix:///run/podman/podman.sock", runtime.OpInspect, "box",
 			apiErr(404, "no such container", `no container with name or ID "box" found: no such container`))
 		require.Error(t, err)
 		assert.ErrorIs(t, err, runtime.ErrNotFound)
@@ -121,22 +121,22 @@ func TestTranslate(t *testing.T) {
 		var re *runtime.Error
 		require.ErrorAs(t, err, &re)
 		assert.Equal(t, Name, re.Runtime)
-		assert.Equal(t, opInspect, re.Op)
+		assert.Equal(t, runtime.OpInspect, re.Op)
 		assert.Equal(t, "box", re.Object)
 		var em *errorhandling.ErrorModel
 		assert.ErrorAs(t, err, &em, "the service's error stays reachable")
 	})
 	t.Run("UnavailableNamesTheEndpoint", func(t *testing.T) {
-		err := translate("unix:///x.sock", opList, "", fmt.Errorf("dial: %w", syscall.ECONNREFUSED))
+		err := translate("unix:///x.sock", runtime.OpList, "", fmt.Errorf("dial: %w", syscall.ECONNREFUSED))
 		assert.ErrorIs(t, err, runtime.ErrUnavailable)
 		assert.Contains(t, err.Error(), "unix:///x.sock")
 	})
 	t.Run("AlreadyTranslatedIsKept", func(t *testing.T) {
-		orig := runtime.NewError(Name, opRun, "box", runtime.ErrUnsupported, errors.New("limits"))
-		assert.Same(t, orig, translate("e", opInspect, "other", orig))
+		orig := runtime.NewError(Name, runtime.OpRun, "box", runtime.ErrUnsupported, errors.New("limits"))
+		assert.Same(t, orig, translate("e", runtime.OpInspect, "other", orig))
 	})
 	t.Run("NilStaysNil", func(t *testing.T) {
-		assert.NoError(t, translate("e", opInspect, "box", nil))
+		assert.NoError(t, translate("e", runtime.OpInspect, "box", nil))
 	})
 }
 

@@ -52,7 +52,7 @@ type execSession struct {
 // 4.8 and later); Podman 4.3 keeps each session's conmon for 300 s after
 // the exit, which only matters to process counts on the host.
 func (r *Runtime) Exec(ctx context.Context, container string, spec runtime.ExecSpec) (runtime.ExecResult, error) {
-	const op = opExec
+	const op = runtime.OpExec
 	conn, svc, err := r.connect(ctx, op, container)
 	if err != nil {
 		return runtime.ExecResult{}, err
@@ -209,7 +209,7 @@ func (r *Runtime) removeExec(ctx context.Context, conn *bindings.Connection, svc
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	err := call(cctx, conn, svc, request{method: http.MethodPost, path: "/exec/%s/remove", pathValues: []string{id}, body: map[string]bool{"Force": true}}, nil)
-	if err != nil && !errors.Is(kindOf(opExec, err), runtime.ErrNotFound) {
+	if err != nil && !errors.Is(kindOf(runtime.OpExec, err), runtime.ErrNotFound) {
 		r.opts.log.DebugContext(ctx, "podman: could not remove an exec session", "exec", id, "error", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // newTestRuntime connects to the service of the environment
@@ -34,7 +35,7 @@ func newTestRuntime(t *testing.T, opts ...Option) *Runtime {
 // does not offer (volumes, the stored spec).
 func apiGet(t testing.TB, ctx context.Context, r *Runtime, path string, out any, pathValues ...string) error {
 	t.Helper()
-	conn, svc, err := r.connect(ctx, opInspect, path)
+	conn, svc, err := r.connect(ctx, runtime.OpInspect, path)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // ImageExists reports whether ref is present in the service's storage
 // (short names resolve as Podman resolves them, localhost/ included).
 func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
-	const op = opImageExists
+	const op = runtime.OpImageExists
 	conn, svc, err := r.connect(ctx, op, ref)
 	if err != nil {
 		return false, err
@@ -55,7 +55,7 @@ type pullReport struct {
 // registries of tests and air-gapped mirrors there are plain HTTP. A ref
 // that cannot be had is runtime.ErrImageNotFound.
 func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.ProgressFunc) error {
-	const op = opPull
+	const op = runtime.OpPull
 	conn, svc, err := r.connect(ctx, op, ref)
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 // Inspect reports a container's current state. An absent container is
 // runtime.ErrNotFound.
 func (r *Runtime) Inspect(ctx context.Context, container string) (runtime.Container, error) {
-	const op = opInspect
+	const op = runtime.OpInspect
 	conn, svc, err := r.connect(ctx, op, container)
 	if err != nil {
 		return runtime.Container{}, err

@@ -42,7 +42,7 @@ type listedContainer struct {
 // the names of their networks without addresses (Inspect has those) and
 // no mounts.
 func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
-	const op = opList
+	const op = runtime.OpList
 	obj := selectorString(selector)
 	conn, svc, err := r.connect(ctx, op, obj)
 	if err != nil {

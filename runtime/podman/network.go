@@ -23,7 +23,7 @@ type networkCreate struct {
 // and name resolution between its containers). A name that is already
 // taken is runtime.ErrAlreadyExists.
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
-	const op = opCreateNetwork
+	const op = runtime.OpCreateNetwork
 	conn, svc, err := r.connect(ctx, op, spec.Name)
 	if err != nil {
 		return runtime.Network{}, err
@@ -46,7 +46,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 // RemoveNetwork deletes a network; an absent network is not an error. A
 // network that containers still use is not removed (an error).
 func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
-	const op = opRemoveNetwork
+	const op = runtime.OpRemoveNetwork
 	conn, svc, err := r.connect(ctx, op, name)
 	if err != nil {
 		return err

@@ -199,10 +199,10 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	host, err := normaliseEndpoint(host)
 	if err != nil {
-		return nil, runtime.NewError(Name, opConnect, host, runtime.ErrUnavailable, err)
+		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, err)
 	}
 	if o.lifetime < 0 {
-		return nil, runtime.NewError(Name, opConnect, host, nil, fmt.Errorf("negative lifetime %s", o.lifetime))
+		return nil, runtime.NewError(Name, runtime.OpConnect, host, nil, fmt.Errorf("negative lifetime %s", o.lifetime))
 	}
 	return &Runtime{endpoint: host, opts: o, pingTimeout: defaultPingTimeout}, nil
 }

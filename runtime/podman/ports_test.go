@@ -140,7 +140,7 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 	require.Len(t, taker.taken, maxRunAttempts)
 	var re *runtime.Error
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, opRun, re.Op)
+	assert.Equal(t, runtime.OpRun, re.Op)
 	adaptertest.AssertNoKind(t, err)
 	assert.Contains(t, err.Error(), spec.Name)
 	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", taker.taken[maxRunAttempts-1], maxRunAttempts))

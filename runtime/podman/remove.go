@@ -2,12 +2,14 @@ package podman
 
 import (
 	"context"
+
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // Remove force-removes a container (killing it if it runs) together with
 // its anonymous volumes. An absent container is not an error.
 func (r *Runtime) Remove(ctx context.Context, container string) error {
-	const op = opRemove
+	const op = runtime.OpRemove
 	conn, svc, err := r.connect(ctx, op, container)
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ const maxRunAttempts = 3
 // ports of a failed start bound until its garbage collection (see the
 // package doc), so the next attempt would fail on them.
 func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	const op = opRun
+	const op = runtime.OpRun
 	for attempt := 1; ; attempt++ {
 		conn, svc, id, err := r.create(ctx, op, spec)
 		if err != nil {
@@ -110,7 +110,7 @@ func portBusyError(addr string, attempts int, err error) error {
 // "created"). It implements runtime.Creator; the lifecycle code only uses
 // Run.
 func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	const op = opCreate
+	const op = runtime.OpCreate
 	conn, svc, id, err := r.create(ctx, op, spec)
 	if err != nil {
 		return runtime.Container{}, err
@@ -485,7 +485,7 @@ func removeContainer(ctx context.Context, conn *bindings.Connection, svc *servic
 		// the stop timeout (10 s) first, as Docker does.
 		query: url.Values{"force": {"true"}, "volumes": {"true"}, "timeout": {"0"}, "ignore": {"true"}},
 	}, nil)
-	if err != nil && errors.Is(kindOf(opRemove, err), runtime.ErrNotFound) {
+	if err != nil && errors.Is(kindOf(runtime.OpRemove, err), runtime.ErrNotFound) {
 		return nil
 	}
 	return err

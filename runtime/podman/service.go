@@ -122,7 +122,7 @@ func serviceInfo(ctx context.Context, conn *bindings.Connection, svc *service) (
 // Version pings the service and reports its version, its libpod API
 // version, whether it runs rootless and its cgroup version.
 func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
-	const op = opVersion
+	const op = runtime.OpVersion
 	conn, svc, err := r.connect(ctx, op, r.endpoint)
 	if err != nil {
 		return runtime.Info{}, err
@@ -144,7 +144,7 @@ func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 // graphRoot reports where the service keeps container filesystems (e.g.
 // /var/lib/containers/storage).
 func (r *Runtime) graphRoot(ctx context.Context) (string, error) {
-	const op = opVersion
+	const op = runtime.OpVersion
 	conn, svc, err := r.connect(ctx, op, r.endpoint)
 	if err != nil {
 		return "", err

@@ -29,7 +29,7 @@ const (
 // of a container that is not running is not an error; of an absent one it
 // is runtime.ErrNotFound.
 func (r *Runtime) Stop(ctx context.Context, container string, grace time.Duration) error {
-	const op = opStop
+	const op = runtime.OpStop
 	conn, svc, err := r.connect(ctx, op, container)
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func (r *Runtime) Stop(ctx context.Context, container string, grace time.Duratio
 // Kill of a container that is not running is not an error; of an absent
 // one it is runtime.ErrNotFound.
 func (r *Runtime) Kill(ctx context.Context, container string) error {
-	const op = opKill
+	const op = runtime.OpKill
 	conn, svc, err := r.connect(ctx, op, container)
 	if err != nil {
 		return err
