@@ -91,9 +91,10 @@ type result struct {
 // answers and the stand-in images of services are configured.
 func newCLI(t *testing.T, services ...string) *cli {
 	t.Helper()
-	if binary == "" {
+	if testing.Short() {
 		t.Skip("runs the built binary against Docker (not under -short)")
 	}
+	require.NotEmpty(t, binary, "TestMain builds the binary outside -short")
 	for _, s := range services {
 		testenv.Image(t, "docker", s)
 	}
