@@ -23,6 +23,19 @@ const DefaultGrace = 180 * time.Second
 // DefaultConcurrency is how many orphans a sweep removes at once.
 const DefaultConcurrency = 8
 
+// Errors a sweep reports (in Report.Errors, matched with errors.Is) for a
+// sandbox it keeps because nothing proves its owner gone.
+var (
+	// ErrNoOwner: the sandbox carries no owner label. Sandboxer always
+	// writes one, so such a container is not one of ours to judge.
+	ErrNoOwner = errors.New("no owner label")
+	// ErrMalformedOwner: the owner labels cannot be read (a process owner
+	// with a missing or unparsable field).
+	ErrMalformedOwner = errors.New("malformed owner label")
+	// ErrUndecided: nothing could tell whether the owner is alive.
+	ErrUndecided = errors.New("owner undecided")
+)
+
 // Options configure a Janitor. The zero value is usable.
 type Options struct {
 	// Prefix is the label prefix (default DefaultPrefix), the same as the
@@ -31,7 +44,11 @@ type Options struct {
 	// Grace is the age, from the runtime's creation time, under which a
 	// sandbox is never removed (default DefaultGrace).
 	Grace time.Duration
-	// Liveness judges owners (default DefaultLiveness on the runtime).
+	// Liveness, when set, judges every owner instead of the default: an
+	// owner with a Process is judged by ProcessLiveness, any other by the
+	// sweep's own snapshot of the runtime (the owner is alive while a
+	// container the runtime's tools know by Owner.Name exists, in any
+	// state).
 	Liveness Liveness
 	// Now is the clock ages are measured with (default time.Now).
 	Now func() time.Time
@@ -43,6 +60,11 @@ type Options struct {
 	DryRun bool
 	// Concurrency bounds parallel removals (default DefaultConcurrency).
 	Concurrency int
+	// CallTimeout bounds each runtime call of a sweep: the snapshot, and
+	// each removal's kill and remove (default runtime.DefaultCallTimeout).
+	// A runtime that hangs on one container costs that container's
+	// removal at most twice this, and never the sweep or the loop.
+	CallTimeout time.Duration
 }
 
 // Janitor sweeps one runtime for orphaned sandboxes. It is safe for
@@ -51,6 +73,7 @@ type Options struct {
 type Janitor struct {
 	rt   runtime.ContainerRuntime
 	opts Options
+	proc Liveness
 }
 
 // New returns a Janitor for rt, with opts' zero fields set to defaults.
@@ -61,9 +84,6 @@ func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
 	}
-	if opts.Liveness == nil {
-		opts.Liveness = DefaultLiveness(rt)
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -73,22 +93,31 @@ func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	return &Janitor{rt: rt, opts: opts}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = runtime.DefaultCallTimeout
+	}
+	return &Janitor{rt: rt, opts: opts, proc: ProcessLiveness()}
 }
 
-// Sweep makes one pass: it lists every "<prefix>.sandbox=1" container (one
-// List call), skips those younger than the grace window, asks the
-// Liveness about the distinct owners of the rest (one call), and kills
-// then removes, with their anonymous volumes, the sandboxes whose owner is
-// gone or missing.
+// Sweep makes one pass: one runtime.Snapshot (every "<prefix>.sandbox=1"
+// container, and the references of every container of the runtime), skips
+// the sandboxes younger than the grace window, judges the distinct owners
+// of the rest, and kills then removes, with their anonymous volumes, the
+// sandboxes whose owner is gone, each only if it is still the container
+// the snapshot listed (runtime.Destroy).
 //
-// A failure on one container does not stop the sweep: it is recorded in
-// Report.Errors and the container is left for the next sweep. The error
-// is non-nil when the list itself failed (the report is then empty) or
-// when Report.Errors is not empty (Report.Err).
+// Nothing is removed on a guess: a sandbox without an owner label, with a
+// malformed one, or whose owner could not be judged is kept and reported
+// in Report.Errors. A failure on one container does not stop the sweep: it
+// is recorded and the container is left for the next sweep. Every runtime
+// call is bounded by Options.CallTimeout. The error is non-nil when the
+// snapshot itself failed (the report is then empty) or when Report.Errors
+// is not empty (Report.Err).
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	rep := Report{DryRun: j.opts.DryRun}
-	listed, err := j.rt.List(ctx, map[string]string{SandboxLabel(j.opts.Prefix): "1"})
+	sctx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
+	snap, err := j.rt.Snapshot(sctx, map[string]string{SandboxLabel(j.opts.Prefix): "1"})
+	cancel()
 	if err != nil {
 		return rep, fmt.Errorf("janitor: list sandboxes: %w", err)
 	}
@@ -96,17 +125,18 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 
 	var orphans []Sandbox
 	byOwner := make(map[Owner][]Sandbox)
-	for _, c := range listed {
+	listed := make(map[string]runtime.Container, len(snap.Matched))
+	for _, c := range snap.Matched {
 		sb, ownerErr := j.sandbox(c, now)
+		listed[sb.ID] = c
 		switch {
 		case c.Created.IsZero():
 			// Never remove what cannot be aged: it may be in grace.
 			rep.Errors = append(rep.Errors, Failure{sb, fmt.Errorf("janitor: %s: the runtime reports no creation time", sb.Name)})
 		case sb.Age < j.opts.Grace:
 			rep.Skipped = append(rep.Skipped, sb)
-		case ownerErr != nil || sb.Owner == (Owner{}):
-			// No (usable) owner label: nobody can claim it.
-			orphans = append(orphans, sb)
+		case ownerErr != nil:
+			rep.Errors = append(rep.Errors, Failure{sb, fmt.Errorf("janitor: %s: kept: %w", sb.Name, ownerErr)})
 		default:
 			byOwner[sb.Owner] = append(byOwner[sb.Owner], sb)
 		}
@@ -118,7 +148,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 			owners = append(owners, o)
 		}
 		slices.SortFunc(owners, func(a, b Owner) int { return cmp.Compare(a.String(), b.String()) })
-		verdicts, lerr := j.opts.Liveness.Alive(ctx, owners)
+		verdicts, lerr := j.alive(ctx, owners, snap)
 		for _, o := range owners {
 			alive, ok := verdicts[o]
 			switch {
@@ -128,7 +158,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 					cause = errors.New("liveness gave no verdict")
 				}
 				for _, sb := range byOwner[o] {
-					rep.Errors = append(rep.Errors, Failure{sb, fmt.Errorf("janitor: %s: owner %s undecided: %w", sb.Name, o, cause)})
+					rep.Errors = append(rep.Errors, Failure{sb, fmt.Errorf("janitor: %s: kept: %w: %s: %w", sb.Name, ErrUndecided, o, cause)})
 				}
 			case alive:
 				rep.Kept = append(rep.Kept, byOwner[o]...)
@@ -141,18 +171,43 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	if j.opts.DryRun {
 		rep.Removed = orphans
 	} else {
-		rep.Removed, rep.Errors = j.remove(ctx, orphans, rep.Errors)
+		j.remove(ctx, orphans, listed, &rep)
 	}
 
-	for _, l := range [][]Sandbox{rep.Removed, rep.Kept, rep.Skipped} {
+	for _, l := range [][]Sandbox{rep.Removed, rep.Vanished, rep.Kept, rep.Skipped} {
 		slices.SortFunc(l, func(a, b Sandbox) int { return cmp.Compare(a.Name, b.Name) })
 	}
 	slices.SortFunc(rep.Errors, func(a, b Failure) int { return cmp.Compare(a.Sandbox.Name, b.Sandbox.Name) })
 	return rep, rep.Err()
 }
 
-// sandbox reads a listed container's labels. The error reports a malformed
-// process identity, which makes the sandbox ownerless.
+// alive judges owners: with Options.Liveness when set, else process owners
+// by ProcessLiveness and container owners by the snapshot.
+func (j *Janitor) alive(ctx context.Context, owners []Owner, snap runtime.Snapshot) (map[Owner]bool, error) {
+	if j.opts.Liveness != nil {
+		return j.opts.Liveness.Alive(ctx, owners)
+	}
+	out := make(map[Owner]bool, len(owners))
+	var procs []Owner
+	for _, o := range owners {
+		if o.Process.IsZero() {
+			out[o] = snap.Exists(o.Name)
+		} else {
+			procs = append(procs, o)
+		}
+	}
+	if len(procs) == 0 {
+		return out, nil
+	}
+	verdicts, err := j.proc.Alive(ctx, procs)
+	for o, v := range verdicts {
+		out[o] = v
+	}
+	return out, err
+}
+
+// sandbox reads a listed container's labels. The error (ErrNoOwner,
+// ErrMalformedOwner) says why the owner cannot be judged.
 func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 	p := j.opts.Prefix
 	sb := Sandbox{
@@ -166,11 +221,14 @@ func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 	if sb.Name == "" {
 		sb.Name = c.ID
 	}
-	proc, _, err := processFromLabels(p, c.Labels)
+	proc, hasProc, err := processFromLabels(p, c.Labels)
 	if err != nil {
-		return sb, err
+		return sb, fmt.Errorf("%w: %w", ErrMalformedOwner, err)
 	}
 	sb.Owner = Owner{Name: c.Labels[OwnerLabel(p)], Process: proc}
+	if sb.Owner.Name == "" && !hasProc {
+		return sb, fmt.Errorf("%w %q", ErrNoOwner, OwnerLabel(p))
+	}
 	return sb, nil
 }
 
@@ -186,47 +244,37 @@ func latestCreation(created time.Time) time.Time {
 	return created
 }
 
-// remove kills then removes each orphan, in parallel. It removes by ID, so
-// that a same-named sandbox that a provisioner created after the list
-// (replacing a stale one) is never touched.
-func (j *Janitor) remove(ctx context.Context, orphans []Sandbox, failures []Failure) ([]Sandbox, []Failure) {
-	errs := make([]error, len(orphans))
+// remove destroys each orphan, in parallel, and files it in rep: removed,
+// vanished (gone, or replaced by a newer same-named container, before the
+// kill), or an error. runtime.Destroy checks each one's identity right
+// before it kills and removes, so a sandbox that a provisioner created
+// under the same name after the snapshot is never touched.
+func (j *Janitor) remove(ctx context.Context, orphans []Sandbox, listed map[string]runtime.Container, rep *Report) {
+	type result struct {
+		outcome runtime.Outcome
+		err     error
+	}
+	res := make([]result, len(orphans))
 	g := new(errgroup.Group)
 	g.SetLimit(j.opts.Concurrency)
 	for i, sb := range orphans {
 		g.Go(func() error {
-			errs[i] = j.removeOne(ctx, sb)
+			out, err := runtime.Destroy(ctx, j.rt, listed[sb.ID], j.opts.CallTimeout)
+			res[i] = result{out, err}
 			return nil
 		})
 	}
-	_ = g.Wait() // the goroutines report through errs
-	var removed []Sandbox
+	_ = g.Wait() // the goroutines report through res
 	for i, sb := range orphans {
-		if errs[i] != nil {
-			failures = append(failures, Failure{sb, errs[i]})
-		} else {
-			removed = append(removed, sb)
+		switch r := res[i]; {
+		case r.err != nil:
+			rep.Errors = append(rep.Errors, Failure{sb, fmt.Errorf("janitor: remove orphan %s (owner %s): %w", sb.Name, sb.Owner, r.err)})
+		case r.outcome == runtime.Removed:
+			rep.Removed = append(rep.Removed, sb)
+		default:
+			rep.Vanished = append(rep.Vanished, sb)
 		}
 	}
-	return removed, failures
-}
-
-func (j *Janitor) removeOne(ctx context.Context, sb Sandbox) error {
-	ref := sb.ID
-	if ref == "" {
-		ref = sb.Name
-	}
-	// Kill first: the data is on tmpfs and is thrown away, so there is
-	// nothing to wait a graceful stop out for. A kill that fails for any
-	// reason but absence does not stop the forced remove.
-	killErr := j.rt.Kill(ctx, ref)
-	if errors.Is(killErr, runtime.ErrNotFound) {
-		killErr = nil
-	}
-	if err := j.rt.Remove(ctx, ref); err != nil {
-		return fmt.Errorf("janitor: remove orphan %s (owner %q): %w", sb.Name, sb.Owner, errors.Join(err, killErr))
-	}
-	return nil
 }
 
 // Run sweeps once at start, then once per interval, until ctx ends; it

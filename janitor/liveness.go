@@ -2,7 +2,6 @@ package janitor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/roboco/sandboxer/runtime"
@@ -32,8 +31,8 @@ func (o Owner) String() string {
 
 // Liveness decides which owners are alive. A sweep calls it at most once,
 // with the distinct owners of the sandboxes that are past their grace
-// window (never an owner with an empty identity: those sandboxes are
-// orphans by rule).
+// window (never an owner with an empty identity: those sandboxes are kept
+// and reported).
 //
 // The returned map holds a verdict per owner it could decide. An owner
 // without a verdict is undecided: its sandboxes are neither removed nor
@@ -52,27 +51,24 @@ func (f LivenessFunc) Alive(ctx context.Context, owners []Owner) (map[Owner]bool
 	return f(ctx, owners)
 }
 
-// ContainerLiveness judges owners by container: an owner is alive when a
-// container whose name equals Owner.Name is running (or paused: a frozen
-// agent resumes and still needs its databases). It makes one List call
-// with an empty selector per Alive call — one snapshot of the runtime,
-// whatever the number of owners — and compares names exactly, so that a
-// name is never mistaken for an ID prefix.
+// ContainerLiveness judges owners by container, as a sweep does by
+// default: an owner is alive while a container that the runtime's own
+// tools know by Owner.Name exists, in any state (created, running, paused,
+// exited: an agent created while its image pulls, or stopped to be
+// restarted, still owns its databases); it is gone once removed. It makes
+// one runtime.Snapshot call per Alive call, whatever the number of owners,
+// and compares references exactly, so that a name is never mistaken for
+// an ID prefix. Owners with a Process are judged the same way by name; use
+// the janitor's default to judge them by process.
 func ContainerLiveness(rt runtime.ContainerRuntime) Liveness {
 	return LivenessFunc(func(ctx context.Context, owners []Owner) (map[Owner]bool, error) {
-		all, err := rt.List(ctx, nil)
+		snap, err := rt.Snapshot(ctx, map[string]string{})
 		if err != nil {
 			return nil, fmt.Errorf("janitor: list owner containers: %w", err)
 		}
-		live := make(map[string]bool, len(all))
-		for _, c := range all {
-			if c.State == runtime.StateRunning || c.State == runtime.StatePaused {
-				live[c.Name] = true
-			}
-		}
 		out := make(map[Owner]bool, len(owners))
 		for _, o := range owners {
-			out[o] = live[o.Name]
+			out[o] = snap.Exists(o.Name)
 		}
 		return out, nil
 	})
@@ -116,42 +112,4 @@ func (l processLiveness) Alive(_ context.Context, owners []Owner) (map[Owner]boo
 		err = fmt.Errorf("janitor: process owners: %w", err)
 	}
 	return out, err
-}
-
-// DefaultLiveness is what a Janitor uses unless told otherwise: owners with
-// a Process are judged by ProcessLiveness, all others by ContainerLiveness
-// on rt (which is only asked when there is at least one such owner).
-func DefaultLiveness(rt runtime.ContainerRuntime) Liveness {
-	return splitLiveness{process: ProcessLiveness(), container: ContainerLiveness(rt)}
-}
-
-type splitLiveness struct{ process, container Liveness }
-
-func (l splitLiveness) Alive(ctx context.Context, owners []Owner) (map[Owner]bool, error) {
-	var procs, named []Owner
-	for _, o := range owners {
-		if o.Process.IsZero() {
-			named = append(named, o)
-		} else {
-			procs = append(procs, o)
-		}
-	}
-	out := make(map[Owner]bool, len(owners))
-	var errs []error
-	for _, part := range []struct {
-		owners []Owner
-		l      Liveness
-	}{{procs, l.process}, {named, l.container}} {
-		if len(part.owners) == 0 {
-			continue
-		}
-		verdicts, err := part.l.Alive(ctx, part.owners)
-		for o, v := range verdicts {
-			out[o] = v
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return out, errors.Join(errs...)
 }

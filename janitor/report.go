@@ -30,22 +30,31 @@ type Failure struct {
 // Report is the outcome of one sweep. Every listed sandbox appears in
 // exactly one of its lists, each sorted by container name.
 type Report struct {
-	// Removed: orphans (owner gone, or no owner label) past the grace
-	// window, killed and removed. In a dry run: what would be removed.
+	// Removed: orphans (owner container removed, owner process ended)
+	// past the grace window, killed and removed. In a dry run: what would
+	// be removed.
 	Removed []Sandbox
+	// Vanished: orphans that were gone, or whose name a newer container
+	// had taken, by the time the sweep came to remove them; nothing was
+	// done to them.
+	Vanished []Sandbox
 	// Kept: the owner is alive.
 	Kept []Sandbox
 	// Skipped: younger than the grace window; not judged yet.
 	Skipped []Sandbox
-	// Errors: sandboxes whose owner could not be judged, or whose removal
-	// failed; they are left in place and retried by the next sweep.
+	// Errors: sandboxes kept because nothing proves their owner gone (no
+	// or a malformed owner label, an owner that could not be judged), and
+	// those whose removal failed; they are left in place and judged again
+	// by the next sweep.
 	Errors []Failure
 	// DryRun reports that nothing was removed.
 	DryRun bool
 }
 
 // Total is the number of sandboxes the sweep listed.
-func (r Report) Total() int { return len(r.Removed) + len(r.Kept) + len(r.Skipped) + len(r.Errors) }
+func (r Report) Total() int {
+	return len(r.Removed) + len(r.Vanished) + len(r.Kept) + len(r.Skipped) + len(r.Errors)
+}
 
 // String summarises the report on one line.
 func (r Report) String() string {
@@ -53,8 +62,8 @@ func (r Report) String() string {
 	if r.DryRun {
 		verb = "would remove"
 	}
-	return fmt.Sprintf("%s %d, kept %d, skipped %d (in grace), errors %d",
-		verb, len(r.Removed), len(r.Kept), len(r.Skipped), len(r.Errors))
+	return fmt.Sprintf("%s %d, vanished %d, kept %d, skipped %d (in grace), errors %d",
+		verb, len(r.Removed), len(r.Vanished), len(r.Kept), len(r.Skipped), len(r.Errors))
 }
 
 // Err joins the per-container errors (nil when there are none).

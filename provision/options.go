@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // Defaults.
@@ -75,6 +76,12 @@ type Options struct {
 	// is left alone and the provision fails with a conflict (default
 	// 180 s; negative: always clear).
 	PreClearGrace time.Duration
+	// CallTimeout bounds each runtime call of the clean-up paths (teardown's
+	// list, and each kill and remove of teardown, rollback and pre-clear),
+	// even after the caller's context has ended (default
+	// runtime.DefaultCallTimeout). A runtime that hangs on one container
+	// never holds a teardown longer than about three times this.
+	CallTimeout time.Duration
 
 	// Logger receives one line per lifecycle event (nil: no logging).
 	// Passwords are never logged.
@@ -124,6 +131,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = runtime.DefaultCallTimeout
+	}
 	switch {
 	case o.MemoryBytes < 0:
 		return o, invalid("memory", fmt.Sprint(o.MemoryBytes), "must be positive")
@@ -131,6 +141,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, invalid("cpus", fmt.Sprint(o.CPUs), "must be positive")
 	case o.PullTimeout < 0:
 		return o, invalid("pull timeout", o.PullTimeout.String(), "must be positive")
+	case o.CallTimeout < 0:
+		return o, invalid("call timeout", o.CallTimeout.String(), "must be positive")
 	case o.ReadyTimeout < 0:
 		return o, invalid("ready timeout", o.ReadyTimeout.String(), "must be positive")
 	case !labelPrefixRE.MatchString(o.LabelPrefix):

@@ -35,7 +35,7 @@ const (
 	pollFirst   = 20 * time.Millisecond
 	pollMax     = 100 * time.Millisecond
 	attemptMax  = 30 * time.Second // one probe exec: mongosh alone boots Node.js
-	cleanupTime = 60 * time.Second // rollback and pre-clear, even after ctx ends
+	cleanupTime = 60 * time.Second // a Run that must finish after ctx ends
 	outputMax   = 2048
 )
 
@@ -89,9 +89,9 @@ type service struct {
 	name    string
 	image   string
 	started time.Time
-	// created is the ID of the container this service ran ("" until Run
+	// created is the container this service ran (zero until Run
 	// returned); read after the errgroup is done.
-	created string
+	created runtime.Container
 	result  Container
 }
 
@@ -195,7 +195,7 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 		}
 		return fail("run", err, "")
 	}
-	s.created = ctr.ID
+	s.created = ctr
 	if err := ctx.Err(); err != nil {
 		return fail("run", err, "")
 	}
@@ -280,12 +280,16 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 		return fmt.Errorf("%w: %s exists and is %s old, younger than the %s grace window (another provision may be in flight; tear it down first)",
 			ErrConflict, s.name, age.Round(time.Second), p.opts.PreClearGrace)
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
-	defer cancel()
-	if err := p.destroy(cctx, old.ID); err != nil {
+	// Destroy checks that the name still belongs to the container listed
+	// at the start of the call: a newer one (another provision's, after a
+	// long pull) is left alone, and Run then reports the conflict.
+	outcome, err := runtime.Destroy(ctx, p.rt, old, p.opts.CallTimeout)
+	if err != nil {
 		return err
 	}
-	p.emit(ctx, p.event(EventPreCleared, c, s, nil))
+	if outcome == runtime.Removed {
+		p.emit(ctx, p.event(EventPreCleared, c, s, nil))
+	}
 	return nil
 }
 
@@ -512,64 +516,52 @@ func pause(ctx context.Context, d time.Duration) error {
 // returned, and any the runtime created for a Run that was cancelled
 // mid-flight (found by the call label). It runs even when ctx has ended.
 func (p *Provisioner) rollback(ctx context.Context, c *call, svcs []*service) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
-	defer cancel()
-	var refs, names []string
+	var made []runtime.Container
 	for _, s := range svcs {
-		if s.created != "" {
-			refs = append(refs, s.created)
-			names = append(names, s.name)
+		if s.created.ID != "" {
+			made = append(made, s.created)
 		}
 	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
+	leftovers, err := p.rt.List(lctx, map[string]string{p.keys.Sandbox: "1", p.keys.Call: c.id})
+	cancel()
 	var listErr error
-	leftovers, err := p.rt.List(rctx, map[string]string{p.keys.Sandbox: "1", p.keys.Call: c.id})
 	if err != nil {
 		listErr = fmt.Errorf("list call %s: %w", c.id, err)
 	}
 	for _, x := range leftovers {
-		if !slices.Contains(refs, x.ID) {
-			refs = append(refs, x.ID)
-			names = append(names, x.Name)
+		if !slices.ContainsFunc(made, func(m runtime.Container) bool { return m.ID == x.ID }) {
+			made = append(made, x)
 		}
 	}
-	gone, err := p.destroyAll(rctx, refs)
-	for i, name := range names {
-		if gone[i] {
-			p.emit(ctx, Event{Kind: EventRolledBack, Owner: c.owner, Container: name})
+	outcomes, err := p.destroyAll(ctx, made)
+	for i, x := range made {
+		if outcomes[i] == runtime.Removed {
+			p.emit(ctx, Event{Kind: EventRolledBack, Owner: c.owner, Container: x.Name})
 		}
 	}
 	return errors.Join(listErr, err)
 }
 
-// destroyAll kills and removes refs in parallel, best-effort: one failure
-// does not stop the others. It returns which refs are gone.
-func (p *Provisioner) destroyAll(ctx context.Context, refs []string) ([]bool, error) {
-	errs := make([]error, len(refs))
+// destroyAll destroys the listed containers in parallel (runtime.Destroy:
+// identity checked, kill then remove, each step bounded even after ctx
+// ended), best-effort: one failure does not stop the others. It returns
+// each one's outcome; a failed one's is meaningless.
+func (p *Provisioner) destroyAll(ctx context.Context, listed []runtime.Container) ([]runtime.Outcome, error) {
+	outcomes := make([]runtime.Outcome, len(listed))
+	errs := make([]error, len(listed))
 	var g errgroup.Group
-	for i, ref := range refs {
+	for i, x := range listed {
 		g.Go(func() error {
-			errs[i] = p.destroy(ctx, ref)
+			outcomes[i], errs[i] = runtime.Destroy(ctx, p.rt, x, p.opts.CallTimeout)
+			if errs[i] != nil {
+				outcomes[i] = -1
+			}
 			return nil
 		})
 	}
 	_ = g.Wait() // each goroutine reports through errs
-	gone := make([]bool, len(refs))
-	for i, err := range errs {
-		gone[i] = err == nil
-	}
-	return gone, errors.Join(errs...)
-}
-
-// destroy kills (nothing on tmpfs needs flushing) then removes a container
-// with its anonymous volumes. An absent container is not an error.
-func (p *Provisioner) destroy(ctx context.Context, ref string) error {
-	if err := p.rt.Kill(ctx, ref); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-		return fmt.Errorf("kill %s: %w", ref, err)
-	}
-	if err := p.rt.Remove(ctx, ref); err != nil {
-		return fmt.Errorf("remove %s: %w", ref, err)
-	}
-	return nil
+	return outcomes, errors.Join(errs...)
 }
 
 func randomHex(n int) string {

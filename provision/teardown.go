@@ -9,27 +9,32 @@ import (
 
 // Teardown removes every sandbox of ownerID: it lists by the owner label,
 // then kills and removes each one (with its anonymous volumes) in
-// parallel, without waiting out a graceful stop. It is idempotent: a
-// second teardown, or one for an owner with nothing, succeeds and removes
-// nothing. It returns the sandboxes it removed; a failure on one does not
-// stop the others.
+// parallel, without waiting out a graceful stop, and only if it is still
+// the container the list saw (a newer same-named sandbox, provisioned
+// meanwhile, is left alone). A kill that fails does not stop the remove.
+//
+// Teardown is clean-up: it runs to its end even when ctx has already been
+// cancelled (a signal, a caller that gave up), and each runtime call is
+// bounded by Options.CallTimeout instead, so a hung runtime makes it fail
+// with an error naming the container rather than wait forever. It is
+// idempotent: a second teardown, or one for an owner with nothing,
+// succeeds and removes nothing. It returns the sandboxes it removed; a
+// failure on one does not stop the others.
 func (p *Provisioner) Teardown(ctx context.Context, ownerID string) ([]runtime.Container, error) {
 	if !ownerIDRE.MatchString(ownerID) {
 		return nil, invalid("owner id", ownerID, "want 1..64 letters, digits, '_', '.' or '-', starting with a letter or digit")
 	}
 	owner := p.opts.ownerName(ownerID)
-	list, err := p.rt.List(ctx, map[string]string{p.keys.Sandbox: "1", p.keys.Owner: owner})
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
+	list, err := p.rt.List(lctx, map[string]string{p.keys.Sandbox: "1", p.keys.Owner: owner})
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("teardown %s: list: %w", owner, err)
 	}
-	refs := make([]string, len(list))
-	for i, c := range list {
-		refs[i] = c.ID
-	}
-	gone, err := p.destroyAll(ctx, refs)
+	outcomes, err := p.destroyAll(ctx, list)
 	var removed []runtime.Container
 	for i, c := range list {
-		if gone[i] {
+		if outcomes[i] == runtime.Removed {
 			removed = append(removed, c)
 			p.emit(ctx, Event{Kind: EventRemoved, Owner: owner, Service: c.Labels[p.keys.Engine], Container: c.Name, Image: c.Image})
 		}

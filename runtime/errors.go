@@ -84,6 +84,7 @@ const (
 	OpKill          = "kill"
 	OpRemove        = "remove"
 	OpList          = "list"
+	OpSnapshot      = "snapshot"
 	OpCreateNetwork = "create network"
 	OpRemoveNetwork = "remove network"
 )

@@ -49,6 +49,12 @@ type ContainerRuntime interface {
 	// key=value pair of selector. An empty selector lists all containers of
 	// this runtime (in its namespace, where the backend has namespaces).
 	List(ctx context.Context, selector map[string]string) ([]Container, error)
+	// Snapshot is one look at the whole runtime, in as few round trips as
+	// the backend allows: the containers whose labels match selector (as
+	// List reports them), and every reference by which the runtime's own
+	// tools address a container that exists, in any state (see Snapshot).
+	// It is what the janitor judges owners by.
+	Snapshot(ctx context.Context, selector map[string]string) (Snapshot, error)
 
 	// CreateNetwork creates a bridge network that containers can join by
 	// name. A name that is already taken gives ErrAlreadyExists.
@@ -59,6 +65,23 @@ type ContainerRuntime interface {
 	// Close releases the client's connections.
 	Close() error
 }
+
+// Snapshot is one look at a runtime: the containers a selector matched and
+// the references of every container that exists.
+type Snapshot struct {
+	// Matched are the containers whose labels contain every pair of the
+	// selector, as List would report them.
+	Matched []Container
+	// Refs holds, for every container of the runtime in any state
+	// (created, running, paused, exited), each reference the runtime's own
+	// tools accept for it: its full ID and its name on Docker and Podman;
+	// on containerd, across every namespace, its ID and the name nerdctl
+	// keeps in the "nerdctl/name" label.
+	Refs map[string]bool
+}
+
+// Exists reports whether a container known by ref exists in the snapshot.
+func (s Snapshot) Exists(ref string) bool { return ref != "" && s.Refs[ref] }
 
 // Info describes a backend that answered a ping.
 type Info struct {

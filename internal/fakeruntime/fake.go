@@ -41,6 +41,7 @@ const (
 	VerbKill          = "kill"
 	VerbRemove        = "remove"
 	VerbList          = "list"
+	VerbSnapshot      = "snapshot"
 	VerbCreateNetwork = "create-network"
 	VerbRemoveNetwork = "remove-network"
 )
@@ -625,6 +626,32 @@ func (f *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// Snapshot returns List's result for selector and the ID and name of every
+// container, in one call.
+func (f *Runtime) Snapshot(ctx context.Context, selector map[string]string) (runtime.Snapshot, error) {
+	end, err := f.begin(ctx, Call{Verb: VerbSnapshot})
+	if err != nil {
+		return runtime.Snapshot{}, err
+	}
+	defer end()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	snap := runtime.Snapshot{Refs: make(map[string]bool, 2*len(f.containers))}
+	for _, c := range f.containers {
+		snap.Refs[c.c.ID] = true
+		if c.c.Name != "" {
+			snap.Refs[c.c.Name] = true
+		}
+		if runtime.MatchLabels(c.c.Labels, selector) {
+			cc := copyContainer(c.c)
+			cc.Mounts = nil
+			snap.Matched = append(snap.Matched, cc)
+		}
+	}
+	sort.Slice(snap.Matched, func(i, j int) bool { return snap.Matched[i].Name < snap.Matched[j].Name })
+	return snap, nil
 }
 
 // CreateNetwork creates a network; a taken name is ErrAlreadyExists.

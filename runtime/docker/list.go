@@ -95,3 +95,28 @@ func selectorString(selector map[string]string) string {
 	slices.Sort(parts)
 	return strings.Join(parts, ",")
 }
+
+// Snapshot lists every container in one request and picks the matches of
+// selector from it; every container's ID and name (without Docker's
+// leading "/") are its references, as the docker CLI accepts them.
+func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (runtime.Snapshot, error) {
+	obj := selectorString(selector)
+	if err := r.negotiate(ctx, runtime.OpSnapshot, obj); err != nil {
+		return runtime.Snapshot{}, err
+	}
+	summaries, err := r.cli.ContainerList(ctx, container.ListOptions{All: true})
+	if err != nil {
+		return runtime.Snapshot{}, r.wrap(runtime.OpSnapshot, obj, err)
+	}
+	snap := runtime.Snapshot{Refs: make(map[string]bool, 2*len(summaries))}
+	for _, s := range summaries {
+		snap.Refs[s.ID] = true
+		for _, n := range s.Names {
+			snap.Refs[strings.TrimPrefix(n, "/")] = true
+		}
+		if runtime.MatchLabels(s.Labels, selector) {
+			snap.Matched = append(snap.Matched, fromSummary(s))
+		}
+	}
+	return snap, nil
+}

@@ -150,3 +150,36 @@ func selectorString(selector map[string]string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Snapshot lists every container in one request and picks the matches of
+// selector from it; every container's ID and names are its references, as
+// the podman CLI accepts them.
+func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (runtime.Snapshot, error) {
+	const op = runtime.OpSnapshot
+	obj := selectorString(selector)
+	conn, svc, err := r.connect(ctx, op, obj)
+	if err != nil {
+		return runtime.Snapshot{}, err
+	}
+	var listed []listedContainer
+	q := url.Values{"all": {"true"}}
+	if err := call(ctx, conn, svc, request{method: http.MethodGet, path: "/containers/json", query: q}, &listed); err != nil {
+		return runtime.Snapshot{}, r.wrap(op, obj, err)
+	}
+	snap := runtime.Snapshot{Refs: make(map[string]bool, 2*len(listed))}
+	for _, lc := range listed {
+		snap.Refs[lc.ID] = true
+		for _, n := range lc.Names {
+			snap.Refs[strings.TrimPrefix(n, "/")] = true
+		}
+		if !runtime.MatchLabels(lc.Labels, selector) {
+			continue
+		}
+		c, err := lc.container()
+		if err != nil {
+			return runtime.Snapshot{}, runtime.NewError(Name, op, obj, nil, err)
+		}
+		snap.Matched = append(snap.Matched, c)
+	}
+	return snap, nil
+}

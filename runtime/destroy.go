@@ -1,0 +1,134 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultCallTimeout bounds one runtime call of the lifecycle's cleanup
+// paths (a list, an identity check, a kill, a remove) when the caller sets
+// no other bound: generous for a loaded daemon, finite for a hung one.
+const DefaultCallTimeout = 30 * time.Second
+
+// Outcome is what Destroy did to the container it was given.
+type Outcome int
+
+// Destroy outcomes.
+const (
+	// Removed: the listed container was killed (where it ran) and removed.
+	Removed Outcome = iota
+	// Gone: the listed container no longer existed; nothing was done.
+	Gone
+	// Replaced: another container now answers to the listed one's
+	// reference (a same-named container created after the list, on a
+	// backend whose ID is the name); it was left alone.
+	Replaced
+)
+
+// String names the outcome for reports and logs.
+func (o Outcome) String() string {
+	switch o {
+	case Removed:
+		return "removed"
+	case Gone:
+		return "gone"
+	case Replaced:
+		return "replaced"
+	default:
+		return fmt.Sprintf("Outcome(%d)", int(o))
+	}
+}
+
+// SameContainer reports whether now, as the runtime reports a container at
+// this moment, is the container was, as a caller listed it earlier: the
+// same ID, every label was carried still present with the same value (a
+// provisioner's call label tells two of its runs apart), and the same
+// creation time where both report one. A creation time on a whole second
+// may be truncated (Docker's list), so two times are compared at the
+// coarser of their precisions.
+func SameContainer(was, now Container) bool {
+	if was.ID == "" || was.ID != now.ID || !MatchLabels(now.Labels, was.Labels) {
+		return false
+	}
+	if was.Created.IsZero() || now.Created.IsZero() {
+		return true
+	}
+	a, b := was.Created, now.Created
+	if a.Nanosecond() == 0 || b.Nanosecond() == 0 {
+		a, b = a.Truncate(time.Second), b.Truncate(time.Second)
+	}
+	return a.Equal(b)
+}
+
+// Destroy kills then force-removes (with its anonymous volumes) the
+// container a caller listed, and only that container: right before the
+// kill, and again before the remove, it inspects the listed ID and leaves
+// alone a container that is not the listed one any more (SameContainer).
+// The data of a sandbox is on tmpfs, so nothing waits a graceful stop out.
+//
+// It is best-effort in the way teardown needs: a kill that fails or hangs
+// does not stop the remove. Each of the two steps gets its own deadline of
+// timeout (DefaultCallTimeout when timeout <= 0), derived from ctx without
+// its cancellation, so that cleanup still happens for a caller whose
+// context has just ended (a signal, a failed sibling) and never waits
+// forever on a hung runtime.
+//
+// The error, when not nil, names the container and says which steps failed;
+// the outcome is then meaningless.
+func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout time.Duration) (Outcome, error) {
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	ref := listed.ID
+	name := listed.Name
+	if name == "" {
+		name = ref
+	}
+	if ref == "" {
+		return Gone, fmt.Errorf("destroy %s: no container ID was listed", name)
+	}
+	base := context.WithoutCancel(ctx)
+
+	// check inspects ref and says whether it is still the listed container.
+	check := func(ctx context.Context) (Outcome, bool, error) {
+		now, err := rt.Inspect(ctx, ref)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Gone, false, nil
+		case err != nil:
+			return Removed, false, err
+		case !SameContainer(listed, now):
+			return Replaced, false, nil
+		}
+		return Removed, true, nil
+	}
+
+	kctx, cancel := context.WithTimeout(base, timeout)
+	outcome, same, killErr := check(kctx)
+	if same {
+		killErr = rt.Kill(kctx, ref)
+		if errors.Is(killErr, ErrNotFound) {
+			killErr = nil
+		}
+	}
+	cancel()
+	if killErr == nil && !same {
+		return outcome, nil
+	}
+
+	rctx, cancel := context.WithTimeout(base, timeout)
+	defer cancel()
+	outcome, same, err := check(rctx)
+	if err == nil && same {
+		err = rt.Remove(rctx, ref)
+	}
+	if err != nil {
+		if killErr != nil {
+			return outcome, fmt.Errorf("destroy %s: remove: %w (after kill: %w)", name, err, killErr)
+		}
+		return outcome, fmt.Errorf("destroy %s: remove: %w", name, err)
+	}
+	return outcome, nil
+}
