@@ -247,6 +247,7 @@ func TestJanitorOwnersMadeByTheRuntimesTools(t *testing.T) {
 			tool.make(ctx, t, p.OwnerName(string(st)), st)
 		}
 
+		e.pastGrace(ctx)
 		j := e.janitor(time.Nanosecond)
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
@@ -298,6 +299,7 @@ func TestJanitorContainerdOwnerByIDInAnyNamespace(t *testing.T) {
 		tool.delete(tool.ctx(cctx), owner)
 	})
 
+	e.pastGrace(ctx)
 	j := e.janitor(time.Nanosecond)
 	rep, err := j.Sweep(ctx)
 	require.NoError(t, err)

@@ -1,0 +1,253 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// meddler wraps a real runtime and lets a test step in: before an Inspect
+// of a given container (to recreate its name between a list and a kill),
+// and in Kill and Remove of given containers (to hang them until their
+// context ends, as a stuck shim or a daemon that stops answering does).
+type meddler struct {
+	runtime.ContainerRuntime
+	snapshots atomic.Int64
+
+	mu            sync.Mutex
+	beforeInspect map[string]func(ctx context.Context) // by ref, run once
+	hung          map[string]bool                      // by ref
+}
+
+func newMeddler(rt runtime.ContainerRuntime) *meddler {
+	return &meddler{ContainerRuntime: rt, beforeInspect: map[string]func(context.Context){}, hung: map[string]bool{}}
+}
+
+func (m *meddler) onInspect(ref string, fn func(ctx context.Context)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.beforeInspect[ref] = fn
+}
+
+func (m *meddler) hang(ref string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hung[ref] = true
+}
+
+func (m *meddler) Inspect(ctx context.Context, ref string) (runtime.Container, error) {
+	m.mu.Lock()
+	fn := m.beforeInspect[ref]
+	delete(m.beforeInspect, ref)
+	m.mu.Unlock()
+	if fn != nil {
+		fn(ctx)
+	}
+	return m.ContainerRuntime.Inspect(ctx, ref)
+}
+
+func (m *meddler) block(ctx context.Context, ref string) (bool, error) {
+	m.mu.Lock()
+	hung := m.hung[ref]
+	m.mu.Unlock()
+	if !hung {
+		return false, nil
+	}
+	<-ctx.Done()
+	return true, ctx.Err()
+}
+
+func (m *meddler) Kill(ctx context.Context, ref string) error {
+	if hung, err := m.block(ctx, ref); hung {
+		return err
+	}
+	return m.ContainerRuntime.Kill(ctx, ref)
+}
+
+func (m *meddler) Remove(ctx context.Context, ref string) error {
+	if hung, err := m.block(ctx, ref); hung {
+		return err
+	}
+	return m.ContainerRuntime.Remove(ctx, ref)
+}
+
+func (m *meddler) Snapshot(ctx context.Context, selector map[string]string) (runtime.Snapshot, error) {
+	m.snapshots.Add(1)
+	return m.ContainerRuntime.Snapshot(ctx, selector)
+}
+
+// impostor runs, under the name of listed, a newer container that carries
+// the same labels except the provisioner's call label: what another
+// provision of the same owner makes after removing the old one. It
+// returns the newer container.
+func (e *janEnv) impostor(ctx context.Context, listed runtime.Container) runtime.Container {
+	e.t.Helper()
+	labels := map[string]string{}
+	for k, v := range listed.Labels {
+		labels[k] = v
+	}
+	labels[provision.LabelKeys(e.prefix).Call] = "newer"
+	require.NoError(e.t, e.rt.Remove(ctx, listed.ID))
+	c, err := e.rt.Run(ctx, runtime.RunSpec{
+		Name:    listed.Name,
+		Image:   testruntimes.EnsureImage(e.t, e.rt, testenv.Image(e.t, e.name, "busybox")),
+		Command: []string{"sleep", "3600"},
+		Labels:  labels,
+	})
+	require.NoError(e.t, err)
+	return c
+}
+
+// assertSurvived checks that newer still holds its name: the same ID and
+// creation time (on containerd the ID is the name, so the time tells).
+func (e *janEnv) assertSurvived(ctx context.Context, newer runtime.Container) {
+	e.t.Helper()
+	got, err := e.rt.Inspect(ctx, newer.Name)
+	require.NoError(e.t, err, "the newer container is gone")
+	assert.Equal(e.t, newer.ID, got.ID)
+	assert.True(e.t, runtime.SameContainer(newer, got), "%s was replaced: created %s, now %s", newer.Name, newer.Created, got.Created)
+	assert.True(e.t, got.Running(), "the newer container was killed: %s", got.State)
+}
+
+// pastGrace waits until a dry-run sweep with a grace of 1 ns skips none of
+// this test's sandboxes: Docker's list reports whole seconds, which the
+// janitor reads as the end of that second.
+func (e *janEnv) pastGrace(ctx context.Context) {
+	e.t.Helper()
+	dry := janitor.New(e.rt, janitor.Options{Prefix: e.prefix, Grace: time.Nanosecond, DryRun: true})
+	testruntimes.Poll(e.t, func() bool {
+		rep, _ := dry.Sweep(ctx)
+		return len(rep.Skipped) == 0
+	}, 30*time.Second, 50*time.Millisecond, "sandboxes stayed in a 1 ns grace window")
+}
+
+// TestJanitorLeavesANewerSameNamedSandboxAlone: between a sweep's
+// snapshot and its kill, the orphan it listed is replaced by a newer
+// container of the same name (on containerd, the same ID). The sweep
+// leaves the newer one running and reports the orphan as vanished.
+func TestJanitorLeavesANewerSameNamedSandboxAlone(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
+		e := newJanEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		services := []string{"redis"}
+		sb, err := e.provisioner(services, nil).Provision(ctx, "race", services)
+		require.NoError(t, err)
+		listed, err := e.rt.Inspect(ctx, sb.Containers[0].ID)
+		require.NoError(t, err)
+		e.pastGrace(ctx)
+
+		m := newMeddler(e.rt)
+		var newer runtime.Container
+		m.onInspect(listed.ID, func(ctx context.Context) { newer = e.impostor(ctx, listed) })
+		rep, err := janitor.New(m, janitor.Options{Prefix: e.prefix, Grace: time.Nanosecond}).Sweep(ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, newer.ID, "the sweep never inspected the orphan before killing it")
+		assert.Empty(t, rep.Removed)
+		assert.Equal(t, []string{listed.Name}, janNames(rep.Vanished))
+		e.assertSurvived(ctx, newer)
+	})
+}
+
+// TestPreClearLeavesANewerSameNamedSandboxAlone: a provision finds a
+// stale sandbox of its owner and pre-clears it; in between, another
+// provision replaced it with a newer one of the same name. The newer one
+// survives and this provision fails with a conflict.
+func TestPreClearLeavesANewerSameNamedSandboxAlone(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
+		e := newJanEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		services := []string{"redis"}
+		sb, err := e.provisioner(services, nil).Provision(ctx, "preclear", services)
+		require.NoError(t, err)
+		listed, err := e.rt.Inspect(ctx, sb.Containers[0].ID)
+		require.NoError(t, err)
+
+		m := newMeddler(e.rt)
+		var newer runtime.Container
+		m.onInspect(listed.ID, func(ctx context.Context) { newer = e.impostor(ctx, listed) })
+		p, err := provision.New(m, provision.Options{
+			LabelPrefix:   e.prefix,
+			Images:        map[string]string{"redis": testenv.Image(t, e.name, "redis")},
+			PreClearGrace: -1, // always clear a stale one
+		})
+		require.NoError(t, err)
+		_, err = p.Provision(ctx, "preclear", services)
+		require.Error(t, err)
+		require.NotEmpty(t, newer.ID, "the pre-clear never inspected the stale sandbox before killing it")
+		assert.ErrorIs(t, err, provision.ErrConflict)
+		e.assertSurvived(ctx, newer)
+	})
+}
+
+// TestHungRuntimeBoundsSweepAndTeardown: Kill and Remove of one sandbox
+// hang until their context ends. A sweep and a teardown still return
+// within their deadlines, with an error naming that sandbox, having
+// removed the others; the janitor's loop keeps sweeping.
+func TestHungRuntimeBoundsSweepAndTeardown(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
+		e := newJanEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		const callTimeout = time.Second
+		services := []string{"redis"}
+		p := e.provisioner(services, nil)
+		hung, err := p.Provision(ctx, "hung", services)
+		require.NoError(t, err)
+		fine, err := p.Provision(ctx, "fine", services)
+		require.NoError(t, err)
+		e.pastGrace(ctx)
+
+		m := newMeddler(e.rt)
+		m.hang(hung.Containers[0].ID)
+		j := janitor.New(m, janitor.Options{Prefix: e.prefix, Grace: time.Nanosecond, CallTimeout: callTimeout})
+		start := time.Now()
+		rep, err := j.Sweep(ctx)
+		took := time.Since(start)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), hung.Containers[0].Name, "the error names the hung sandbox")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, took, 10*callTimeout, "the sweep waited on the hung sandbox past its deadlines")
+		assert.Equal(t, janContainerNames(fine), janNames(rep.Removed), "the other orphan was removed")
+		assert.Equal(t, []string{hung.Containers[0].Name}, e.sandboxes(ctx), "only the hung one is left")
+
+		mp, err := provision.New(m, provision.Options{LabelPrefix: e.prefix, CallTimeout: callTimeout})
+		require.NoError(t, err)
+		start = time.Now()
+		removed, err := mp.Teardown(ctx, "hung")
+		took = time.Since(start)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), hung.Containers[0].Name)
+		assert.Empty(t, removed)
+		assert.Less(t, took, 10*callTimeout, "the teardown waited on the hung sandbox past its deadlines")
+
+		// The loop goes on sweeping while every sweep meets the hung one.
+		lctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- j.Run(lctx, 50*time.Millisecond) }()
+		before := m.snapshots.Load()
+		testruntimes.Poll(t, func() bool { return m.snapshots.Load() >= before+3 }, 30*callTimeout, 50*time.Millisecond,
+			"the janitor loop stopped sweeping")
+		stop()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * callTimeout):
+			t.Fatal("the janitor loop did not end with its context")
+		}
+		assert.False(t, errors.Is(ctx.Err(), context.DeadlineExceeded), "the test ran out of time")
+	})
+}
