@@ -83,6 +83,7 @@ var semantics = []semantic{
 	{"RemoveAbsentIsNoError", testRemoveAbsentIsNoError},
 	{"StopStoppedIsNoError", testStopStoppedIsNoError},
 	{"ListBySelectorAcrossStates", testListBySelectorAcrossStates},
+	{"SnapshotMatchesListAndKnowsEveryContainer", testSnapshotMatchesListAndKnowsEveryContainer},
 	{"SiblingReachability", testSiblingReachability},
 	{"PublishedPortLoopbackOnly", testPublishedPortLoopbackOnly},
 	{"CreateNetworkDuplicateIsAlreadyExists", testCreateNetworkDuplicateIsAlreadyExists},

@@ -48,6 +48,8 @@
 //   - StopStoppedIsNoError: stop and kill of an exited container succeed.
 //   - ListBySelectorAcrossStates: list returns exactly the containers whose
 //     labels match every pair, created, running and exited alike.
+//   - SnapshotMatchesListAndKnowsEveryContainer: a snapshot's matches are
+//     list's, and it knows every existing container by name and ID.
 //   - SiblingReachability: a container on a network is reachable from
 //     another one on it, at the address inspect reports.
 //   - PublishedPortLoopbackOnly: a published port defaults to 127.0.0.1 and

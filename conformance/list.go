@@ -101,3 +101,61 @@ func testListBySelectorAcrossStates(t *testing.T, s *suite) {
 		})
 	}
 }
+
+// testSnapshotMatchesListAndKnowsEveryContainer: Snapshot's Matched is
+// what List returns for the same selector (same containers, same states),
+// and its Refs hold the name and the ID of every container that exists,
+// matched or not, created, running or exited; a removed container's
+// references are gone from the next snapshot.
+func testSnapshotMatchesListAndKnowsEveryContainer(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	group := randomHex(4)
+	const groupKey = "sbx.conf/snap"
+	member := func() runtime.RunSpec {
+		spec := s.spec(t)
+		spec.Labels = s.labels(t, map[string]string{groupKey: group})
+		return spec
+	}
+	created := member()
+	s.create(t, ctx, created)
+	running := member()
+	s.run(t, ctx, running)
+	exited := member()
+	exited.Command = []string{"true"}
+	s.run(t, ctx, exited)
+	s.waitState(t, ctx, exited.Name, runtime.StateExited)
+	outsider := s.spec(t) // not matched: known all the same
+	s.run(t, ctx, outsider)
+
+	selector := map[string]string{runLabel: s.runID, groupKey: group}
+	listed, err := s.rt.List(ctx, selector)
+	require.NoError(t, err)
+	snap, err := s.rt.Snapshot(ctx, selector)
+	require.NoError(t, err)
+	assert.Equal(t, containerNames(listed), containerNames(snap.Matched), "Matched is List's answer")
+	states := map[string]runtime.State{}
+	for _, c := range listed {
+		states[c.Name] = c.State
+	}
+	for _, c := range snap.Matched {
+		assert.Equal(t, states[c.Name], c.State, "state of %s", c.Name)
+		assertLabels(t, selector, c.Labels, "matched "+c.Name)
+		assert.False(t, c.Created.IsZero(), "%s has a creation time", c.Name)
+	}
+	for _, spec := range []runtime.RunSpec{created, running, exited, outsider} {
+		c, err := s.rt.Inspect(ctx, spec.Name)
+		require.NoError(t, err)
+		assert.True(t, snap.Exists(spec.Name), "the snapshot knows %s by name", spec.Name)
+		assert.True(t, snap.Exists(c.ID), "the snapshot knows %s by ID", spec.Name)
+	}
+	assert.False(t, snap.Exists(""), "the empty reference names nothing")
+
+	gone, err := s.rt.Inspect(ctx, running.Name)
+	require.NoError(t, err)
+	require.NoError(t, s.rt.Remove(ctx, running.Name))
+	snap, err = s.rt.Snapshot(ctx, selector)
+	require.NoError(t, err)
+	assert.False(t, snap.Exists(running.Name), "a removed container's name is gone")
+	assert.False(t, snap.Exists(gone.ID), "a removed container's ID is gone")
+	assert.NotContains(t, containerNames(snap.Matched), running.Name)
+}
