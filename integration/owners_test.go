@@ -137,7 +137,9 @@ func newNerdctlTool(t *testing.T, ref, ns string) *nerdctlTool {
 	return &nerdctlTool{cli: cli, ns: ns, image: img, root: os.Getenv(containerd.EnvRuncRoot), ids: map[string]string{}}
 }
 
-func (n *nerdctlTool) ctx(ctx context.Context) context.Context { return namespaces.WithNamespace(ctx, n.ns) }
+func (n *nerdctlTool) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, n.ns)
+}
 
 func (n *nerdctlTool) make(ctx context.Context, t *testing.T, name string, state runtime.State) {
 	t.Helper()

@@ -148,7 +148,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 			owners = append(owners, o)
 		}
 		slices.SortFunc(owners, func(a, b Owner) int { return cmp.Compare(a.String(), b.String()) })
-		verdicts, lerr := j.alive(ctx, owners, snap)
+		actx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
+		verdicts, lerr := j.alive(actx, owners, snap)
+		cancel()
 		for _, o := range owners {
 			alive, ok := verdicts[o]
 			switch {
@@ -259,6 +261,13 @@ func (j *Janitor) remove(ctx context.Context, orphans []Sandbox, listed map[stri
 	g.SetLimit(j.opts.Concurrency)
 	for i, sb := range orphans {
 		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				// Shutting down: a removal under way finishes (Destroy
+				// outlives its caller), the ones not yet started wait
+				// for the next sweep.
+				res[i] = result{err: err}
+				return nil
+			}
 			out, err := runtime.Destroy(ctx, j.rt, listed[sb.ID], j.opts.CallTimeout)
 			res[i] = result{out, err}
 			return nil

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,27 +48,43 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// listSpy records the selector of every List call that reaches the
-// runtime, so tests can assert how a sweep lists.
-type listSpy struct {
+// callSpy records the selector of every List and Snapshot call that
+// reaches the runtime, so tests can assert how a sweep looks at it.
+type callSpy struct {
 	runtime.ContainerRuntime
 	mu        sync.Mutex
-	selectors []map[string]string
+	lists     []map[string]string
+	snapshots []map[string]string
 }
 
-func (s *listSpy) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
+func (s *callSpy) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
 	s.mu.Lock()
-	s.selectors = append(s.selectors, maps.Clone(selector))
+	s.lists = append(s.lists, orEmptyMap(selector))
 	s.mu.Unlock()
 	return s.ContainerRuntime.List(ctx, selector)
 }
 
-func (s *listSpy) take() []map[string]string {
+func (s *callSpy) Snapshot(ctx context.Context, selector map[string]string) (runtime.Snapshot, error) {
+	s.mu.Lock()
+	s.snapshots = append(s.snapshots, orEmptyMap(selector))
+	s.mu.Unlock()
+	return s.ContainerRuntime.Snapshot(ctx, selector)
+}
+
+// take returns and forgets the selectors recorded so far.
+func (s *callSpy) take() (lists, snapshots []map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.selectors
-	s.selectors = nil
-	return out
+	lists, snapshots = s.lists, s.snapshots
+	s.lists, s.snapshots = nil, nil
+	return lists, snapshots
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(m)
 }
 
 // world is a fake runtime with a clock, and helpers to seed it.
@@ -134,6 +152,23 @@ func failureNames(fs []janitor.Failure) []string {
 	return out
 }
 
+// hang makes every call of verbs on the container ref (as Destroy names
+// it: by ID) block until the call's context ends, while on reports true:
+// a runtime stuck on one container (a dead shim, a daemon that stopped
+// answering for it). It returns the number of calls held so far.
+func (w *world) hang(ref string, on *atomic.Bool, verbs ...string) *atomic.Int32 {
+	var held atomic.Int32
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Object != ref || !slices.Contains(verbs, c.Verb) || !on.Load() {
+			return nil
+		}
+		held.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	return &held
+}
+
 // deadChild returns the identity of a process that has exited and been
 // reaped.
 func deadChild(t *testing.T) janitor.Process {
@@ -160,7 +195,11 @@ func TestSweep(t *testing.T) {
 		wantRemoved []string
 		wantKept    []string
 		wantSkipped []string
-		wantLeft    []string // every container left afterwards
+		// wantReported are kept because nothing proves their owner gone;
+		// each error matches wantReason.
+		wantReported []string
+		wantReason   error
+		wantLeft     []string // every container left afterwards
 	}{
 		{
 			name:        "InGraceSkipped",
@@ -206,13 +245,22 @@ func TestSweep(t *testing.T) {
 			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1"},
 		},
 		{
-			name: "ExitedOwnerIsGone",
+			name: "ExitedOwnerKeepsItsSandboxes",
 			seed: func(t *testing.T, w *world) {
 				w.agent("roboco-agent-1", runtime.StateExited)
 				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
 			},
-			wantRemoved: []string{"roboco-sandbox-pg-1"},
-			wantLeft:    []string{"roboco-agent-1"},
+			wantKept: []string{"roboco-sandbox-pg-1"},
+			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1"},
+		},
+		{
+			name: "CreatedOwnerKeepsItsSandboxes",
+			seed: func(t *testing.T, w *world) {
+				w.agent("roboco-agent-1", runtime.StateCreated)
+				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
+			},
+			wantKept: []string{"roboco-sandbox-pg-1"},
+			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1"},
 		},
 		{
 			name: "OwnerIsMatchedByExactName",
@@ -237,23 +285,25 @@ func TestSweep(t *testing.T) {
 			wantLeft:    []string{"roboco-agent-1", "roboco-sandbox-pg-1", "roboco-sandbox-pg-3"},
 		},
 		{
-			name: "MissingOwnerLabelRemovedAfterGrace",
+			name: "MissingOwnerLabelIsKeptAndReported",
 			seed: func(t *testing.T, w *world) {
 				w.sandbox("roboco-sandbox-pg-1", "", old, map[string]string{janitor.OwnerLabel(prefix): "-"})
 				w.sandbox("roboco-sandbox-pg-2", "", 10*time.Second, map[string]string{janitor.OwnerLabel(prefix): "-"})
 			},
-			wantRemoved: []string{"roboco-sandbox-pg-1"},
-			wantSkipped: []string{"roboco-sandbox-pg-2"},
-			wantLeft:    []string{"roboco-sandbox-pg-2"},
+			wantSkipped:  []string{"roboco-sandbox-pg-2"},
+			wantReported: []string{"roboco-sandbox-pg-1"},
+			wantReason:   janitor.ErrNoOwner,
+			wantLeft:     []string{"roboco-sandbox-pg-1", "roboco-sandbox-pg-2"},
 		},
 		{
-			name: "EmptyOwnerLabelRemovedAfterGrace",
+			name: "EmptyOwnerLabelIsKeptAndReported",
 			seed: func(t *testing.T, w *world) {
 				w.agent("", runtime.StateRunning) // an unnamed container must not count as the owner ""
 				w.sandbox("roboco-sandbox-pg-1", "", old, nil)
 			},
-			wantRemoved: []string{"roboco-sandbox-pg-1"},
-			wantLeft:    []string{""},
+			wantReported: []string{"roboco-sandbox-pg-1"},
+			wantReason:   janitor.ErrNoOwner,
+			wantLeft:     []string{"", "roboco-sandbox-pg-1"},
 		},
 		{
 			name: "StoppedAndCreatedSandboxesRemoved",
@@ -314,13 +364,15 @@ func TestSweep(t *testing.T) {
 			wantRemoved: []string{"roboco-sandbox-pg-run"},
 		},
 		{
-			name: "MalformedProcessOwnerRemovedAfterGrace",
+			// No container is named after the owner either: only the rule
+			// "never on a guess" keeps it.
+			name: "MalformedProcessOwnerIsKeptAndReported",
 			seed: func(t *testing.T, w *world) {
-				w.agent("roboco-agent-run", runtime.StateRunning)
 				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, map[string]string{prefix + ".sandbox.owner.pid": "x"})
 			},
-			wantRemoved: []string{"roboco-sandbox-pg-run"},
-			wantLeft:    []string{"roboco-agent-run"},
+			wantReported: []string{"roboco-sandbox-pg-run"},
+			wantReason:   janitor.ErrMalformedOwner,
+			wantLeft:     []string{"roboco-sandbox-pg-run"},
 		},
 	}
 	for _, tt := range tests {
@@ -332,13 +384,25 @@ func TestSweep(t *testing.T) {
 			tt.seed(t, w)
 
 			rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
-			require.NoError(t, err)
+			if tt.wantReported == nil {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err, "what is kept without a verdict is reported")
+				assert.ErrorIs(t, err, tt.wantReason)
+			}
 			assert.Equal(t, orEmpty(tt.wantRemoved), sandboxNames(rep.Removed), "removed")
 			assert.Equal(t, orEmpty(tt.wantKept), sandboxNames(rep.Kept), "kept")
 			assert.Equal(t, orEmpty(tt.wantSkipped), sandboxNames(rep.Skipped), "skipped")
-			assert.Empty(t, rep.Errors)
+			assert.Equal(t, orEmpty(tt.wantReported), failureNames(rep.Errors), "reported")
+			for _, f := range rep.Errors {
+				assert.ErrorIs(t, f.Err, tt.wantReason, f.Sandbox.Name)
+				assert.ErrorContains(t, f.Err, f.Sandbox.Name, "the error names the sandbox")
+			}
+			assert.Empty(t, rep.Vanished)
 			assert.Equal(t, tt.wantLeft, w.names(), "containers left")
 			assert.Equal(t, len(tt.wantRemoved), w.fake.Calls(fakeruntime.VerbKill), "each orphan is killed before removal")
+			assert.Equal(t, 2*len(tt.wantRemoved), w.fake.Calls(fakeruntime.VerbInspect),
+				"an identity check before the kill and before the remove; no other lookup")
 		})
 	}
 }
@@ -363,7 +427,7 @@ func TestSweepReportsWhatItSaw(t *testing.T) {
 		Created: c.Created, Age: 200 * time.Second,
 	}, rep.Removed[0])
 	assert.Equal(t, 1, rep.Total())
-	assert.Equal(t, "removed 1, kept 0, skipped 0 (in grace), errors 0", rep.String())
+	assert.Equal(t, "removed 1, vanished 0, kept 0, skipped 0 (in grace), errors 0", rep.String())
 }
 
 func TestSweepGraceFollowsTheClock(t *testing.T) {
@@ -453,16 +517,49 @@ func TestSweepFailedKillStillRemoves(t *testing.T) {
 	assert.Empty(t, w.names(), "remove is forced")
 }
 
-func TestSweepListFailureRemovesNothing(t *testing.T) {
-	w := newWorld(t)
-	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
-	w.fake.Fail(fakeruntime.VerbList, "", runtime.ErrUnavailable)
+func TestSweepSnapshotFailureRemovesNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault func(w *world)
+		want  error
+	}{
+		{
+			name:  "SnapshotFails",
+			fault: func(w *world) { w.fake.Fail(fakeruntime.VerbSnapshot, "", runtime.ErrUnavailable) },
+			want:  runtime.ErrUnavailable,
+		},
+		{
+			name: "SnapshotHangs",
+			fault: func(w *world) {
+				w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+					if c.Verb == fakeruntime.VerbSnapshot {
+						<-ctx.Done()
+						return ctx.Err()
+					}
+					return nil
+				})
+			},
+			want: context.DeadlineExceeded,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+			tt.fault(w)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
 
-	rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
-	require.Error(t, err)
-	assert.ErrorIs(t, err, runtime.ErrUnavailable)
-	assert.Zero(t, rep.Total())
-	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, w.names())
+			start := time.Now()
+			rep, err := w.janitor(janitor.Options{CallTimeout: 100 * time.Millisecond}).Sweep(ctx)
+			assert.Less(t, time.Since(start), 5*time.Second, "bounded by CallTimeout, not by the caller's context")
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tt.want)
+			assert.Zero(t, rep.Total())
+			assert.Equal(t, []string{"roboco-sandbox-pg-1"}, w.names())
+			assert.Zero(t, w.fake.Calls(fakeruntime.VerbKill)+w.fake.Calls(fakeruntime.VerbRemove))
+		})
+	}
 }
 
 func TestSweepUndecidedOwnersAreNotRemoved(t *testing.T) {
@@ -487,8 +584,9 @@ func TestSweepUndecidedOwnersAreNotRemoved(t *testing.T) {
 			wantErr: "no verdict",
 		},
 		{
-			name:    "OwnerListFails",
-			setup:   func(w *world) { w.fake.FailNth(fakeruntime.VerbList, 2, runtime.ErrUnavailable) },
+			// ContainerLiveness takes its own snapshot: the second of the sweep.
+			name:    "OwnerSnapshotFails",
+			setup:   func(w *world) { w.fake.FailNth(fakeruntime.VerbSnapshot, 2, runtime.ErrUnavailable) },
 			wantErr: "list owner containers",
 		},
 	}
@@ -497,13 +595,23 @@ func TestSweepUndecidedOwnersAreNotRemoved(t *testing.T) {
 			w := newWorld(t)
 			w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
 			w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Hour, nil)
+			liveness := tt.liveness
+			if liveness == nil {
+				liveness = janitor.ContainerLiveness(w.fake)
+			}
 			if tt.setup != nil {
 				tt.setup(w)
 			}
-			rep, err := w.janitor(janitor.Options{Liveness: tt.liveness}).Sweep(context.Background())
+			rep, err := w.janitor(janitor.Options{Liveness: liveness}).Sweep(context.Background())
 			require.Error(t, err)
 			assert.ErrorContains(t, err, tt.wantErr)
+			assert.ErrorIs(t, err, janitor.ErrUndecided)
 			assert.Contains(t, failureNames(rep.Errors), "roboco-sandbox-pg-2")
+			for _, f := range rep.Errors {
+				if f.Sandbox.Name == "roboco-sandbox-pg-2" {
+					assert.ErrorIs(t, f.Err, janitor.ErrUndecided)
+				}
+			}
 			assert.Contains(t, w.names(), "roboco-sandbox-pg-2", "never removed on a guess")
 		})
 	}
@@ -519,24 +627,29 @@ func TestSweepDryRunRemovesNothing(t *testing.T) {
 	assert.True(t, rep.DryRun)
 	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed))
 	assert.Equal(t, []string{"roboco-sandbox-pg-2"}, sandboxNames(rep.Skipped))
-	assert.Equal(t, "would remove 1, kept 0, skipped 1 (in grace), errors 0", rep.String())
+	assert.Equal(t, "would remove 1, vanished 0, kept 0, skipped 1 (in grace), errors 0", rep.String())
 	assert.Len(t, w.names(), 2)
 	assert.Zero(t, w.fake.Calls(fakeruntime.VerbKill)+w.fake.Calls(fakeruntime.VerbRemove))
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbInspect), "not even an identity check")
 }
 
-// TestSweepListCalls proves the listing rule: one List with the sandbox
-// selector per sweep, whatever the number of sandboxes or owners, plus at
-// most one unfiltered List (the owner snapshot), made only when some
-// container-owned sandbox is past its grace window.
-func TestSweepListCalls(t *testing.T) {
+// TestSweepRoundTrips proves the snapshot rule: one Snapshot with the
+// sandbox selector per sweep, whatever the number of sandboxes or owners,
+// no List, and no per-sandbox or per-owner lookup. Inspect is made only by
+// removals: an identity check before the kill and one before the remove.
+func TestSweepRoundTrips(t *testing.T) {
 	sandboxSel := map[string]string{janitor.SandboxLabel(prefix): "1"}
 	self, selfErr := janitor.CurrentProcess()
 	tests := []struct {
 		name string
 		seed func(w *world)
-		want []map[string]string
+		// wantRemoved is how many the first sweep removes (the later
+		// sweeps remove nothing).
+		wantRemoved int
+		// wantReported: the sweeps keep and report sandboxes (an error).
+		wantReported bool
 	}{
-		{name: "Empty", seed: func(w *world) {}, want: []map[string]string{sandboxSel}},
+		{name: "Empty", seed: func(w *world) {}},
 		{
 			name: "AllInGrace",
 			seed: func(w *world) {
@@ -544,7 +657,6 @@ func TestSweepListCalls(t *testing.T) {
 					w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Second, nil)
 				}
 			},
-			want: []map[string]string{sandboxSel},
 		},
 		{
 			name: "OnlyOwnerless",
@@ -553,7 +665,7 @@ func TestSweepListCalls(t *testing.T) {
 					w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), "", time.Hour, nil)
 				}
 			},
-			want: []map[string]string{sandboxSel},
+			wantReported: true,
 		},
 		{
 			name: "OnlyProcessOwned",
@@ -563,47 +675,55 @@ func TestSweepListCalls(t *testing.T) {
 					w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), "roboco-agent-run", time.Hour, self.Labels(prefix))
 				}
 			},
-			want: []map[string]string{sandboxSel},
 		},
 		{
-			name: "ManyContainerOwners",
+			name: "ManyContainerOwnersInEveryState",
 			seed: func(w *world) {
+				states := []runtime.State{runtime.StateCreated, runtime.StateRunning, runtime.StatePaused, runtime.StateExited}
 				for i := range 200 {
 					if i%2 == 0 {
-						w.agent(fmt.Sprintf("roboco-agent-%d", i), runtime.StateRunning)
+						w.agent(fmt.Sprintf("roboco-agent-%d", i), states[(i/2)%len(states)])
 					}
 					w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Hour, nil)
 					w.sandbox(fmt.Sprintf("roboco-sandbox-redis-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Hour, nil)
 				}
 			},
-			want: []map[string]string{sandboxSel, {}},
+			wantRemoved: 200,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)
 			tt.seed(w)
-			spy := &listSpy{ContainerRuntime: w.fake}
+			spy := &callSpy{ContainerRuntime: w.fake}
 			j := janitor.New(spy, janitor.Options{Now: w.clock.Now})
-			for range 3 {
-				_, err := j.Sweep(context.Background())
-				require.NoError(t, err)
-				got := spy.take()
-				for i := range got {
-					if got[i] == nil {
-						got[i] = map[string]string{}
-					}
+			for sweep := range 3 {
+				inspects := w.fake.Calls(fakeruntime.VerbInspect)
+				rep, err := j.Sweep(context.Background())
+				if tt.wantReported {
+					require.Error(t, err)
+				} else {
+					require.NoError(t, err)
 				}
-				assert.Equal(t, tt.want, got)
+				lists, snapshots := spy.take()
+				assert.Equal(t, []map[string]string{sandboxSel}, snapshots, "sweep %d: one snapshot", sweep)
+				assert.Empty(t, lists, "sweep %d: no List", sweep)
+				want := 0
+				if sweep == 0 {
+					want = tt.wantRemoved
+				}
+				assert.Len(t, rep.Removed, want, "sweep %d", sweep)
+				assert.Equal(t, 2*want, w.fake.Calls(fakeruntime.VerbInspect)-inspects,
+					"sweep %d: two identity checks per removal, no per-owner lookup", sweep)
 			}
-			assert.Zero(t, w.fake.Calls(fakeruntime.VerbInspect), "no per-sandbox or per-owner lookups")
 		})
 	}
 }
 
 // TestSweepRemovesByID: a provisioner may replace a stale sandbox with a
-// fresh one of the same name between a sweep's list and its removals. The
-// sweep must remove only the container it judged, never the newcomer.
+// fresh one of the same name between a sweep's snapshot and its removals.
+// The sweep must remove only the container it judged, never the newcomer,
+// and reports the one it judged as vanished.
 func TestSweepRemovesByID(t *testing.T) {
 	w := newWorld(t)
 	w.fake.AddImage("postgres:16-alpine")
@@ -618,18 +738,21 @@ func TestSweepRemovesByID(t *testing.T) {
 		return map[janitor.Owner]bool{{Name: "roboco-agent-1"}: false}, nil
 	})
 
-	_, err := w.janitor(janitor.Options{Liveness: liveness}).Sweep(context.Background())
+	rep, err := w.janitor(janitor.Options{Liveness: liveness}).Sweep(context.Background())
 	require.NoError(t, err)
 	left := w.fake.Containers()
 	require.Len(t, left, 1)
 	assert.Equal(t, fresh.ID, left[0].ID, "the fresh sandbox survives")
 	assert.True(t, left[0].Running())
+	assert.Empty(t, rep.Removed)
+	require.Len(t, rep.Vanished, 1)
+	assert.Equal(t, stale.ID, rep.Vanished[0].ID, "the judged one is reported as vanished")
 }
 
 func TestSweepRemovesInParallel(t *testing.T) {
 	w := newWorld(t)
 	for i := range 20 {
-		w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), "", time.Hour, nil)
+		w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Hour, nil)
 	}
 	var (
 		mu      sync.Mutex
@@ -659,6 +782,137 @@ func TestSweepRemovesInParallel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rep.Removed, 20)
 	assert.Equal(t, 4, w.fake.MaxInFlight(fakeruntime.VerbRemove), "bounded by Concurrency")
+}
+
+// TestSweepOwnerLifetime: a sandbox lives exactly as long as its owner
+// container exists, in any state (an agent created while its image pulls,
+// or stopped to be restarted, still owns its databases); the first sweep
+// after the owner is removed removes its sandboxes. The grace window is
+// 1ns, so that only the owner decides.
+func TestSweepOwnerLifetime(t *testing.T) {
+	tests := []struct {
+		name  string
+		state runtime.State
+		// byID: the owner label holds the owner's ID, as the runtime's own
+		// tools also know it (containerd without nerdctl: the ID is the name).
+		byID bool
+	}{
+		{name: "CreatedOwnerKeepsItsSandboxes", state: runtime.StateCreated},
+		{name: "RunningOwnerKeepsItsSandboxes", state: runtime.StateRunning},
+		{name: "PausedOwnerKeepsItsSandboxes", state: runtime.StatePaused},
+		{name: "ExitedOwnerKeepsItsSandboxes", state: runtime.StateExited},
+		{name: "OwnerKnownByIDKeepsItsSandboxes", state: runtime.StateExited, byID: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			w := newWorld(t)
+			agent := w.agent("roboco-agent-1", tt.state)
+			ref := agent.Name
+			if tt.byID {
+				ref = agent.ID
+			}
+			w.sandbox("roboco-sandbox-pg-1", ref, time.Second, nil)
+			w.sandbox("roboco-sandbox-redis-1", ref, time.Second, nil)
+			// A bystander whose owner never existed: proves the sweep
+			// does remove at this grace.
+			w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Second, nil)
+			j := w.janitor(janitor.Options{Grace: time.Nanosecond})
+			owned := []string{"roboco-sandbox-pg-1", "roboco-sandbox-redis-1"}
+
+			rep, err := j.Sweep(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, owned, sandboxNames(rep.Kept))
+			assert.Equal(t, []string{"roboco-sandbox-pg-2"}, sandboxNames(rep.Removed))
+
+			rep, err = j.Sweep(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, owned, sandboxNames(rep.Kept), "and kept by every later sweep")
+			assert.Empty(t, rep.Removed)
+			now, err := w.fake.Inspect(ctx, agent.ID)
+			require.NoError(t, err)
+			assert.Equal(t, tt.state, now.State, "the janitor never touches an owner")
+
+			require.NoError(t, w.fake.Remove(ctx, agent.ID))
+			rep, err = j.Sweep(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, owned, sandboxNames(rep.Removed), "the owner is gone once removed")
+			assert.Empty(t, rep.Kept)
+			assert.Empty(t, w.names())
+		})
+	}
+}
+
+// TestSweepHungContainer: a runtime that hangs on one container (its kill
+// and its remove block until their deadline) costs that container's
+// removal a bounded time and an error naming it; the other orphans are
+// removed, and a later sweep removes it once the runtime answers again.
+func TestSweepHungContainer(t *testing.T) {
+	const callTimeout = 200 * time.Millisecond
+	w := newWorld(t)
+	for i := 1; i <= 5; i++ {
+		w.sandbox(fmt.Sprintf("roboco-sandbox-pg-%d", i), fmt.Sprintf("roboco-agent-%d", i), time.Hour, nil)
+	}
+	stuck := w.fake.Containers()[2]
+	require.Equal(t, "roboco-sandbox-pg-3", stuck.Name)
+	var hanging atomic.Bool
+	hanging.Store(true)
+	held := w.hang(stuck.ID, &hanging, fakeruntime.VerbKill, fakeruntime.VerbRemove)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	j := w.janitor(janitor.Options{CallTimeout: callTimeout})
+
+	start := time.Now()
+	rep, err := j.Sweep(ctx)
+	assert.Less(t, time.Since(start), 5*time.Second, "bounded by CallTimeout, not by the hang")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, stuck.Name, "the error names the container")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.EqualValues(t, 2, held.Load(), "the kill hung, and the remove was still tried")
+	assert.Equal(t, []string{"roboco-sandbox-pg-1", "roboco-sandbox-pg-2", "roboco-sandbox-pg-4", "roboco-sandbox-pg-5"}, sandboxNames(rep.Removed))
+	assert.Equal(t, []string{stuck.Name}, failureNames(rep.Errors))
+	assert.Equal(t, []string{stuck.Name}, w.names(), "left for the next sweep")
+
+	hanging.Store(false)
+	rep, err = j.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{stuck.Name}, sandboxNames(rep.Removed), "the next sweep retries it")
+	assert.Empty(t, w.names())
+}
+
+// TestRunKeepsSweepingPastAHungContainer: a container the runtime never
+// answers for does not stall the loop: sweeps keep coming, each failing
+// on it alone, and orphans that appear meanwhile are removed.
+func TestRunKeepsSweepingPastAHungContainer(t *testing.T) {
+	w := newWorld(t)
+	stuck := w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+	var hanging atomic.Bool
+	hanging.Store(true) // for ever
+	held := w.hang(stuck.ID, &hanging, fakeruntime.VerbKill, fakeruntime.VerbRemove)
+	var logs syncBuffer
+	j := w.janitor(janitor.Options{CallTimeout: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx, 10*time.Millisecond) }()
+
+	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbSnapshot) >= 3 }, 5*time.Second, 5*time.Millisecond,
+		"the loop keeps sweeping")
+	w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Hour, nil)
+	require.Eventually(t, func() bool { return slices.Equal(w.names(), []string{stuck.Name}) }, 5*time.Second, 5*time.Millisecond,
+		"an orphan that appears meanwhile is removed")
+	assert.GreaterOrEqual(t, held.Load(), int32(4), "every sweep tries the hung one again")
+
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	assert.Contains(t, logs.String(), "level=WARN")
+	assert.Contains(t, logs.String(), stuck.Name, "the warning names the container")
 }
 
 // syncBuffer is a bytes.Buffer safe for a logger writing from Run's
@@ -692,9 +946,9 @@ func TestRun(t *testing.T) {
 	go func() { done <- j.Run(ctx, 20*time.Millisecond) }()
 
 	require.Eventually(t, func() bool { return len(w.names()) == 0 }, 5*time.Second, 5*time.Millisecond, "the first sweep runs at start")
-	w.sandbox("roboco-sandbox-pg-2", "", time.Hour, nil)
+	w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Hour, nil)
 	require.Eventually(t, func() bool { return len(w.names()) == 0 }, 5*time.Second, 5*time.Millisecond, "and then on every tick")
-	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbList) >= 6 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbSnapshot) >= 6 }, 5*time.Second, 5*time.Millisecond)
 
 	cancel()
 	select {
@@ -713,13 +967,13 @@ func TestRun(t *testing.T) {
 
 func TestRunLogsFailures(t *testing.T) {
 	w := newWorld(t)
-	w.fake.Fail(fakeruntime.VerbList, "", runtime.ErrUnavailable)
+	w.fake.Fail(fakeruntime.VerbSnapshot, "", runtime.ErrUnavailable)
 	var logs syncBuffer
 	j := w.janitor(janitor.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- j.Run(ctx, 10*time.Millisecond) }()
-	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbList) >= 3 }, 5*time.Second, 5*time.Millisecond, "a failing sweep does not stop the loop")
+	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbSnapshot) >= 3 }, 5*time.Second, 5*time.Millisecond, "a failing sweep does not stop the loop")
 	cancel()
 	require.NoError(t, <-done)
 	assert.Contains(t, logs.String(), "level=WARN")
@@ -733,7 +987,10 @@ func TestRunRejectsBadInterval(t *testing.T) {
 
 // BenchmarkSweep1000 times one sweep over 1000 sandboxes on the fake
 // runtime: "kept" (500 owners alive, each with two sandboxes) is the
-// steady state of a busy host; "removed" kills and removes all 1000.
+// steady state of a busy host; "removed" kills and removes all 1000. It
+// reports the runtime round trips of a sweep: snapshots/op (one), lists/op
+// (none) and calls/op (every verb: 1 when nothing is removed, plus an
+// inspect, a kill, an inspect and a remove per removal).
 func BenchmarkSweep1000(b *testing.B) {
 	seed := func(w *world, live bool) {
 		for i := range 500 {
@@ -749,17 +1006,17 @@ func BenchmarkSweep1000(b *testing.B) {
 		w := newWorld(b)
 		seed(w, true)
 		j := w.janitor(janitor.Options{})
-		lists := w.fake.Calls(fakeruntime.VerbList)
+		before := roundTrips(w.fake)
 		for b.Loop() {
 			rep, err := j.Sweep(context.Background())
 			if err != nil || len(rep.Kept) != 1000 {
 				b.Fatalf("sweep: %v, %s", err, rep)
 			}
 		}
-		b.ReportMetric(float64(w.fake.Calls(fakeruntime.VerbList)-lists)/float64(b.N), "lists/op")
+		reportRoundTrips(b, roundTrips(w.fake).minus(before))
 	})
 	b.Run("removed", func(b *testing.B) {
-		var lists int
+		var total trips
 		for b.Loop() {
 			b.StopTimer()
 			w := newWorld(b)
@@ -770,8 +1027,34 @@ func BenchmarkSweep1000(b *testing.B) {
 			if err != nil || len(rep.Removed) != 1000 {
 				b.Fatalf("sweep: %v, %s", err, rep)
 			}
-			lists += w.fake.Calls(fakeruntime.VerbList)
+			total = total.plus(roundTrips(w.fake))
 		}
-		b.ReportMetric(float64(lists)/float64(b.N), "lists/op")
+		reportRoundTrips(b, total)
 	})
+}
+
+// trips counts runtime calls, by kind.
+type trips struct{ snapshots, lists, all int }
+
+func roundTrips(f *fakeruntime.Runtime) trips {
+	t := trips{snapshots: f.Calls(fakeruntime.VerbSnapshot), lists: f.Calls(fakeruntime.VerbList)}
+	for _, v := range []string{fakeruntime.VerbSnapshot, fakeruntime.VerbList, fakeruntime.VerbInspect, fakeruntime.VerbKill,
+		fakeruntime.VerbRemove, fakeruntime.VerbStop, fakeruntime.VerbExec} {
+		t.all += f.Calls(v)
+	}
+	return t
+}
+
+func (t trips) minus(o trips) trips {
+	return trips{t.snapshots - o.snapshots, t.lists - o.lists, t.all - o.all}
+}
+
+func (t trips) plus(o trips) trips {
+	return trips{t.snapshots + o.snapshots, t.lists + o.lists, t.all + o.all}
+}
+
+func reportRoundTrips(b *testing.B, t trips) {
+	b.ReportMetric(float64(t.snapshots)/float64(b.N), "snapshots/op")
+	b.ReportMetric(float64(t.lists)/float64(b.N), "lists/op")
+	b.ReportMetric(float64(t.all)/float64(b.N), "calls/op")
 }

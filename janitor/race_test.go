@@ -2,6 +2,7 @@ package janitor_test
 
 import (
 	"context"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // TestSweepsNeverTouchAnInFlightProvision is the race rule: while a
@@ -100,4 +102,97 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, rep.Removed, 3)
 	assert.Empty(t, w.names())
+}
+
+// TestSweepLeavesANewerSameNamedContainerAlone is the same-name race: an
+// orphan's owner is gone, and between the sweep's snapshot and its kill a
+// provisioner replaces the orphan with a newer sandbox of the same name.
+// The newer one survives, and the orphan is reported as vanished. On
+// Docker and Podman the newer container has a new ID; on containerd the
+// ID is the name, so only the call label or the creation time tells the
+// two apart.
+func TestSweepLeavesANewerSameNamedContainerAlone(t *testing.T) {
+	const name = "roboco-sandbox-pg-1"
+	callLabel := prefix + ".sandbox.call"
+	newID := func(w *world, old runtime.Container) runtime.Container {
+		return runtime.Container{Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, callLabel, "newcall"), Created: w.clock.Now()}
+	}
+	sameIDNewer := func(w *world, old runtime.Container) runtime.Container {
+		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: maps.Clone(old.Labels), Created: w.clock.Now()}
+	}
+	sameIDOtherCall := func(w *world, old runtime.Container) runtime.Container {
+		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, callLabel, "newcall"), Created: old.Created}
+	}
+	tests := []struct {
+		name string
+		// idIsName: the backend's ID is the container's name (containerd).
+		idIsName bool
+		// newer is what replaces the listed orphan.
+		newer func(w *world, old runtime.Container) runtime.Container
+		// at is the verb whose first call on the orphan's ID the
+		// replacement happens at: the identity check (VerbInspect), or
+		// between that check and the kill (VerbKill).
+		at string
+		// wantRunning: the newer one is untouched. Replaced between the
+		// identity check and the kill on a backend whose ID is the name,
+		// it gets the kill meant for the orphan (no runtime can check and
+		// kill in one step), but is never removed.
+		wantRunning bool
+	}{
+		{name: "NewIDAtIdentityCheck", newer: newID, at: fakeruntime.VerbInspect, wantRunning: true},
+		{name: "NewIDBetweenCheckAndKill", newer: newID, at: fakeruntime.VerbKill, wantRunning: true},
+		{name: "SameIDNewerCreationAtIdentityCheck", idIsName: true, newer: sameIDNewer, at: fakeruntime.VerbInspect, wantRunning: true},
+		{name: "SameIDOtherCallLabelAtIdentityCheck", idIsName: true, newer: sameIDOtherCall, at: fakeruntime.VerbInspect, wantRunning: true},
+		{name: "SameIDNewerCreationBetweenCheckAndKill", idIsName: true, newer: sameIDNewer, at: fakeruntime.VerbKill},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			id := ""
+			if tt.idIsName {
+				id = name
+			}
+			orphan := w.fake.Seed(runtime.Container{ID: id, Name: name, Image: "postgres:16-alpine", Created: w.clock.Now().Add(-time.Hour),
+				Labels: map[string]string{
+					janitor.SandboxLabel(prefix): "1", janitor.OwnerLabel(prefix): "roboco-agent-1",
+					janitor.EngineLabel(prefix): "postgres", callLabel: "oldcall",
+				}})
+			var (
+				replaced atomic.Bool
+				newer    runtime.Container
+			)
+			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+				if c.Verb != tt.at || c.Object != orphan.ID || !replaced.CompareAndSwap(false, true) {
+					return nil
+				}
+				// What a provisioner's pre-clear + run does meanwhile.
+				assert.NoError(t, w.fake.Remove(ctx, orphan.ID))
+				newer = w.fake.Seed(tt.newer(w, orphan))
+				return nil
+			})
+
+			rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
+			require.NoError(t, err)
+			require.True(t, replaced.Load(), "the replacement happened during the sweep")
+			assert.Empty(t, rep.Removed)
+			require.Len(t, rep.Vanished, 1, "the orphan is reported as vanished")
+			assert.Equal(t, orphan.ID, rep.Vanished[0].ID)
+			assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbRemove), "the replacement's own remove, none by the sweep")
+
+			left := w.fake.Containers()
+			require.Len(t, left, 1, "the newer container survives")
+			assert.Equal(t, newer.ID, left[0].ID)
+			assert.True(t, newer.Created.Equal(left[0].Created))
+			assert.Equal(t, newer.Labels, left[0].Labels)
+			if tt.wantRunning {
+				assert.True(t, left[0].Running(), "and is untouched")
+			}
+		})
+	}
+}
+
+func withLabel(labels map[string]string, k, v string) map[string]string {
+	out := maps.Clone(labels)
+	out[k] = v
+	return out
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,12 +90,40 @@ func (w *world) totalCalls() int {
 	for _, v := range []string{
 		fakeruntime.VerbVersion, fakeruntime.VerbImageExists, fakeruntime.VerbPull, fakeruntime.VerbRun,
 		fakeruntime.VerbCreate, fakeruntime.VerbInspect, fakeruntime.VerbExec, fakeruntime.VerbStop,
-		fakeruntime.VerbKill, fakeruntime.VerbRemove, fakeruntime.VerbList,
+		fakeruntime.VerbKill, fakeruntime.VerbRemove, fakeruntime.VerbList, fakeruntime.VerbSnapshot,
 		fakeruntime.VerbCreateNetwork, fakeruntime.VerbRemoveNetwork,
 	} {
 		n += w.fake.Calls(v)
 	}
 	return n
+}
+
+// named returns the container called name; the test fails without one.
+func (w *world) named(name string) runtime.Container {
+	w.t.Helper()
+	for _, c := range w.fake.Containers() {
+		if c.Name == name {
+			return c
+		}
+	}
+	require.FailNow(w.t, "no container "+name)
+	return runtime.Container{}
+}
+
+// hang makes every call of verbs on object ("" : any object) block until
+// the call's context ends: a runtime stuck on one container (a dead shim,
+// a daemon that stopped answering). It returns the number of calls held.
+func (w *world) hang(object string, verbs ...string) *atomic.Int32 {
+	var held atomic.Int32
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if !slices.Contains(verbs, c.Verb) || (object != "" && c.Object != object) {
+			return nil
+		}
+		held.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	return &held
 }
 
 func ctxT(t *testing.T) context.Context {

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -713,6 +715,234 @@ func TestTeardownKeepsGoingPastAFailure(t *testing.T) {
 	assert.ErrorContains(t, err, "device busy")
 	assert.Len(t, removed, 2)
 	assert.Len(t, w.fake.Containers(), 1)
+}
+
+// TestTeardownKillFailureStillRemoves: teardown is best-effort as the
+// design says: a kill that fails for any reason but absence does not stop
+// the forced remove.
+func TestTeardownKillFailureStillRemoves(t *testing.T) {
+	tests := []struct {
+		name    string
+		killErr error
+	}{
+		{"KillFails", errors.New("ttrpc: closed")},
+		{"KillUnavailable", runtime.ErrUnavailable},
+		{"KillTimesOut", context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			p := w.provisioner(w.options())
+			_, err := p.Provision(ctxT(t), "kf", []string{"postgres", "redis", "mongo"})
+			require.NoError(t, err)
+			w.fake.Fail(fakeruntime.VerbKill, "", tt.killErr)
+
+			removed, err := p.Teardown(ctxT(t), "kf")
+			require.NoError(t, err)
+			assert.Len(t, removed, 3)
+			assert.Equal(t, 3, w.fake.Calls(fakeruntime.VerbKill), "each kill was tried")
+			assert.Empty(t, w.fake.Containers(), "and each container removed all the same")
+			assert.Len(t, w.events(provision.EventRemoved), 3)
+		})
+	}
+}
+
+// TestTeardownWithCancelledContextStillRemovesEverything: teardown is
+// clean-up, called when a signal arrived or a caller gave up; it runs to
+// its end, every runtime call on its own deadline instead of the caller's
+// cancellation.
+func TestTeardownWithCancelledContextStillRemovesEverything(t *testing.T) {
+	w := newWorld(t)
+	p := w.provisioner(w.options())
+	_, err := p.Provision(ctxT(t), "cc", []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	var cancelled, unbounded record[string]
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if ctx.Err() != nil {
+			cancelled.add(c.Verb + " " + c.Object)
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			unbounded.add(c.Verb + " " + c.Object)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	removed, err := p.Teardown(ctx, "cc")
+	require.NoError(t, err)
+	assert.Len(t, removed, 3)
+	assert.Empty(t, w.fake.Containers())
+	assert.Empty(t, cancelled.get(), "no runtime call inherits the caller's cancellation")
+	assert.Empty(t, unbounded.get(), "every runtime call has a deadline")
+	assert.Len(t, w.events(provision.EventRemoved), 3)
+}
+
+// TestTeardownHungRuntime: a runtime that hangs (on one container's kill
+// and remove, or on the list) makes a teardown fail within its
+// CallTimeout-bounded time, with an error naming what it could not do,
+// having removed everything else.
+func TestTeardownHungRuntime(t *testing.T) {
+	const callTimeout = 100 * time.Millisecond
+	all := []string{"roboco-sandbox-mongo-hg", "roboco-sandbox-pg-hg", "roboco-sandbox-redis-hg"}
+	tests := []struct {
+		name     string
+		hang     func(w *world) *atomic.Int32
+		wantErr  []string
+		wantHeld int32
+		wantLeft []string
+	}{
+		{
+			name: "KillAndRemoveHangOnOneContainer",
+			hang: func(w *world) *atomic.Int32 {
+				return w.hang(w.named("roboco-sandbox-redis-hg").ID, fakeruntime.VerbKill, fakeruntime.VerbRemove)
+			},
+			wantErr:  []string{"roboco-sandbox-redis-hg", "remove", "kill"},
+			wantHeld: 2,
+			wantLeft: []string{"roboco-sandbox-redis-hg"},
+		},
+		{
+			name:     "ListHangs",
+			hang:     func(w *world) *atomic.Int32 { return w.hang("", fakeruntime.VerbList) },
+			wantErr:  []string{"teardown roboco-agent-hg", "list"},
+			wantHeld: 1,
+			wantLeft: all,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			opts := w.options()
+			opts.CallTimeout = callTimeout
+			p := w.provisioner(opts)
+			_, err := p.Provision(ctxT(t), "hg", []string{"postgres", "redis", "mongo"})
+			require.NoError(t, err)
+			held := tt.hang(w)
+
+			start := time.Now()
+			removed, err := p.Teardown(ctxT(t), "hg")
+			assert.Less(t, time.Since(start), 5*time.Second, "bounded by CallTimeout, not by the hang or the caller")
+			require.Error(t, err)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			for _, s := range tt.wantErr {
+				assert.ErrorContains(t, err, s)
+			}
+			assert.Equal(t, tt.wantHeld, held.Load())
+			var names, left []string
+			for _, c := range removed {
+				names = append(names, c.Name)
+			}
+			for _, c := range w.fake.Containers() {
+				left = append(left, c.Name)
+			}
+			assert.Equal(t, tt.wantLeft, left)
+			var wantRemoved []string
+			for _, n := range all {
+				if !slices.Contains(tt.wantLeft, n) {
+					wantRemoved = append(wantRemoved, n)
+				}
+			}
+			assert.ElementsMatch(t, wantRemoved, names, "everything else is removed")
+		})
+	}
+}
+
+// TestPreClearLeavesANewerSameNamedContainerAlone: between the call's
+// initial list and the pre-clear's kill (a long pull, say), another
+// provision replaces the stale sandbox with a newer one of the same name.
+// The pre-clear leaves the newer one alone, and the call fails with a
+// conflict instead of taking it. On Docker and Podman the newer container
+// has a new ID; on containerd the ID is the name, so only the call label
+// or the creation time tells the two apart.
+func TestPreClearLeavesANewerSameNamedContainerAlone(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	const name = "roboco-sandbox-pg-5"
+	newID := func(old runtime.Container) runtime.Container {
+		return runtime.Container{Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, "roboco.sandbox.call", "newcall"), Created: now}
+	}
+	sameIDNewer := func(old runtime.Container) runtime.Container {
+		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: maps.Clone(old.Labels), Created: now}
+	}
+	sameIDOtherCall := func(old runtime.Container) runtime.Container {
+		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, "roboco.sandbox.call", "newcall"), Created: old.Created}
+	}
+	duringPull := func(old runtime.Container, c fakeruntime.Call) bool {
+		return c.Verb == fakeruntime.VerbImageExists && c.Object == "postgres:16-alpine"
+	}
+	atIdentityCheck := func(old runtime.Container, c fakeruntime.Call) bool {
+		return c.Verb == fakeruntime.VerbInspect && c.Object == old.ID
+	}
+	tests := []struct {
+		name string
+		// idIsName: the backend's ID is the container's name (containerd).
+		idIsName bool
+		newer    func(old runtime.Container) runtime.Container
+		at       func(old runtime.Container, c fakeruntime.Call) bool
+	}{
+		{name: "NewIDDuringPull", newer: newID, at: duringPull},
+		{name: "NewIDAtIdentityCheck", newer: newID, at: atIdentityCheck},
+		{name: "SameIDNewerCreationDuringPull", idIsName: true, newer: sameIDNewer, at: duringPull},
+		{name: "SameIDNewerCreationAtIdentityCheck", idIsName: true, newer: sameIDNewer, at: atIdentityCheck},
+		{name: "SameIDOtherCallLabelAtIdentityCheck", idIsName: true, newer: sameIDOtherCall, at: atIdentityCheck},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.fake.SetClock(func() time.Time { return now })
+			id := ""
+			if tt.idIsName {
+				id = name
+			}
+			old := w.fake.Seed(runtime.Container{ID: id, Name: name, Image: "postgres:16-alpine", Created: now.Add(-10 * time.Minute),
+				Labels: map[string]string{"roboco.sandbox": "1", "roboco.sandbox.owner": "roboco-agent-5",
+					"roboco.sandbox.engine": "postgres", "roboco.sandbox.call": "oldcall"}})
+			var (
+				replaced atomic.Bool
+				newer    runtime.Container
+				kills    record[string]
+			)
+			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+				if c.Verb == fakeruntime.VerbKill {
+					kills.add(c.Object)
+				}
+				if !tt.at(old, c) || !replaced.CompareAndSwap(false, true) {
+					return nil
+				}
+				// Another provision's pre-clear + run, meanwhile.
+				assert.NoError(t, w.fake.Remove(ctx, old.ID))
+				newer = w.fake.Seed(tt.newer(old))
+				return nil
+			})
+			opts := w.options()
+			opts.Now = func() time.Time { return now }
+			p := w.provisioner(opts)
+
+			_, err := p.Provision(ctxT(t), "5", []string{"postgres", "redis"})
+			require.True(t, replaced.Load(), "the replacement happened during the call")
+			require.Error(t, err)
+			assert.ErrorIs(t, err, provision.ErrConflict)
+			assert.ErrorIs(t, err, runtime.ErrAlreadyExists)
+			var pe *provision.Error
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "postgres", pe.Service)
+			assert.Equal(t, "run", pe.Stage, "the pre-clear let it be; the run found the name taken")
+			assert.Empty(t, w.events(provision.EventPreCleared), "nothing was pre-cleared")
+			assert.NotContains(t, kills.get(), newer.ID, "the newer container is never killed")
+
+			left := w.fake.Containers()
+			require.Len(t, left, 1, "the newer container survives; this call's redis is rolled back")
+			assert.Equal(t, newer.ID, left[0].ID)
+			assert.True(t, newer.Created.Equal(left[0].Created))
+			assert.Equal(t, newer.Labels, left[0].Labels)
+			assert.True(t, left[0].Running())
+		})
+	}
+}
+
+func withLabel(labels map[string]string, k, v string) map[string]string {
+	out := maps.Clone(labels)
+	out[k] = v
+	return out
 }
 
 // kvEngine is an engine the shipped registry does not know: adding it is

@@ -120,15 +120,17 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 
 	rctx, cancel := context.WithTimeout(base, timeout)
 	defer cancel()
+	step := "identity check before remove"
 	outcome, same, err := check(rctx)
 	if err == nil && same {
+		step = "remove"
 		err = rt.Remove(rctx, ref)
 	}
 	if err != nil {
 		if killErr != nil {
-			return outcome, fmt.Errorf("destroy %s: remove: %w (after kill: %w)", name, err, killErr)
+			return outcome, fmt.Errorf("destroy %s: %s: %w (after kill: %w)", name, step, err, killErr)
 		}
-		return outcome, fmt.Errorf("destroy %s: remove: %w", name, err)
+		return outcome, fmt.Errorf("destroy %s: %s: %w", name, step, err)
 	}
 	return outcome, nil
 }
