@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,8 +29,9 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/runtime"
-	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/detect"
 )
 
 // binary is the sandboxer built once by TestMain for the subprocess tests
@@ -73,13 +76,15 @@ func goTool() string {
 	return "/usr/local/go/bin/go"
 }
 
-// cli runs the built binary against Docker under a label prefix of its own,
-// and removes whatever that prefix left when the test ends.
+// cli runs the built binary against one runtime (Docker unless the test
+// says otherwise) under a label prefix of its own, and removes whatever
+// that prefix left on that runtime when the test ends.
 type cli struct {
-	t      *testing.T
-	rt     runtime.ContainerRuntime
-	prefix string
-	env    []string // added to the process environment
+	t       *testing.T
+	rt      runtime.ContainerRuntime
+	runtime string // the runtime's name, as --runtime takes it
+	prefix  string
+	env     []string // added to the process environment
 }
 
 type result struct {
@@ -87,45 +92,42 @@ type result struct {
 	stdout, stderr string
 }
 
-// newCLI skips (or fails, under SANDBOXER_REQUIRE=docker) unless Docker
-// answers and the stand-in images of services are configured.
+// newCLI is newCLIOn Docker.
 func newCLI(t *testing.T, services ...string) *cli {
 	t.Helper()
+	return newCLIOn(t, testruntimes.ConnectDocker, services...)
+}
+
+// newCLIOn skips (or fails, under SANDBOXER_REQUIRE) unless the runtime
+// that connect connects to answers and the stand-in images of services are
+// configured; it pulls those images into the runtime when absent (tests
+// run some of them directly, and Run never pulls).
+func newCLIOn(t *testing.T, connect func(testing.TB, ...testruntimes.Option) testruntimes.Runtime, services ...string) *cli {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("runs the built binary against Docker (not under -short)")
+		t.Skip("runs the built binary against a runtime (not under -short)")
 	}
 	require.NotEmpty(t, binary, "TestMain builds the binary outside -short")
+	r := connect(t)
 	for _, s := range services {
-		testenv.Image(t, "docker", s)
+		testruntimes.EnsureImage(t, r.RT, testenv.Image(t, r.Name, s))
 	}
-	rt, err := docker.New()
-	require.NoError(t, err)
-	t.Cleanup(func() { rt.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := rt.Version(ctx); err != nil {
-		testenv.Unavailable(t, "docker", "%v", err)
-	}
-	// Tests run some of these images directly (Run never pulls), and on a
-	// fresh machine nothing may have pulled them yet.
-	for _, s := range services {
-		ref := testenv.Image(t, "docker", s)
-		pctx, pcancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		ok, err := rt.ImageExists(pctx, ref)
-		if err == nil && !ok {
-			err = rt.PullImage(pctx, ref, nil)
-		}
-		pcancel()
-		require.NoError(t, err, "image %s", ref)
-	}
-	c := &cli{t: t, rt: rt, prefix: "h9t" + randomHex(4)}
+	c := &cli{t: t, rt: r.RT, runtime: r.Name, prefix: "h9t" + randomHex(4)}
 	t.Cleanup(c.removeAll)
 	return c
 }
 
 // args prepends the global flags that pin the runtime and the prefix.
 func (c *cli) args(args ...string) []string {
-	return append([]string{"--runtime", "docker", "--label-prefix", c.prefix}, args...)
+	return append([]string{"--runtime", c.runtime, "--label-prefix", c.prefix}, args...)
+}
+
+// auto runs sandboxer under the test's prefix, with env added, and the
+// runtime left to auto-detection (SANDBOXER_RUNTIME empty).
+func (c *cli) auto(env []string, args ...string) result {
+	c.t.Helper()
+	env = append([]string{detect.EnvRuntime + "="}, env...)
+	return c.runWith(env, append([]string{"--label-prefix", c.prefix}, args...)...)
 }
 
 func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
@@ -138,9 +140,16 @@ func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
 // run runs sandboxer with args as given (no global flags added).
 func (c *cli) run(args ...string) result {
 	c.t.Helper()
+	return c.runWith(nil, args...)
+}
+
+// runWith is run with env added to the test's.
+func (c *cli) runWith(env []string, args ...string) result {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := c.command(ctx, args...)
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -170,9 +179,20 @@ func (c *cli) mustSbx(args ...string) result {
 // containers lists the sandboxes under the test's prefix.
 func (c *cli) containers() []runtime.Container {
 	c.t.Helper()
+	return c.list(map[string]string{c.prefix + ".sandbox": "1"})
+}
+
+// ownedBy lists the sandboxes of owner id under the test's prefix.
+func (c *cli) ownedBy(id string) []runtime.Container {
+	c.t.Helper()
+	return c.list(map[string]string{c.prefix + ".sandbox": "1", c.prefix + ".sandbox.owner": c.prefix + "-agent-" + id})
+}
+
+func (c *cli) list(selector map[string]string) []runtime.Container {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got, err := c.rt.List(ctx, map[string]string{c.prefix + ".sandbox": "1"})
+	got, err := c.rt.List(ctx, selector)
 	require.NoError(c.t, err)
 	return got
 }
@@ -397,9 +417,9 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 			table := c.mustSbx("ls").stdout
 			lines := strings.Split(strings.TrimSpace(table), "\n")
 			require.Len(t, lines, 1+len(tt.services), table)
-			assert.Regexp(t, `^NAME\s+ENGINE\s+OWNER\s+STATE\s+AGE\s+ENDPOINT$`, lines[0])
+			assert.Regexp(t, `^NAME\s+ENGINE\s+OWNER\s+STATE\s+AGE\s+ENDPOINT\s+RUNTIME$`, lines[0])
 			for _, n := range want {
-				assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(n)+`\s+\w+\s+`+regexp.QuoteMeta(c.prefix+"-agent-"+owner)+`\s+running\s+\d+[smhd]\s+127\.0\.0\.1:\d+`), table)
+				assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(n)+`\s+\w+\s+`+regexp.QuoteMeta(c.prefix+"-agent-"+owner)+`\s+running\s+\d+[smhd]\s+127\.0\.0\.1:\d+\s+docker`), table)
 			}
 			var rows []listed
 			require.NoError(t, json.Unmarshal([]byte(c.mustSbx("ls", "--owner", owner, "-o", "json").stdout), &rows))
@@ -409,6 +429,7 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 				require.NotNil(t, row.Endpoint)
 				assert.Equal(t, "127.0.0.1", row.Endpoint.Host)
 				assert.Equal(t, runtime.StateRunning, row.State)
+				assert.Equal(t, "docker", row.Runtime)
 			}
 			assert.Equal(t, "[]\n", c.mustSbx("ls", "--owner", "someone-else", "-o", "json").stdout)
 
@@ -477,7 +498,7 @@ func TestGC(t *testing.T) {
 
 	t.Run("GraceSkipsYoungSandboxes", func(t *testing.T) {
 		r := c.mustSbx("gc", "--dry-run")
-		assert.Contains(t, r.stdout, "would remove 0, kept 0, skipped 2 (in grace), errors 0")
+		assert.Contains(t, r.stdout, "would remove 0, vanished 0, kept 0, skipped 2 (in grace), errors 0 on docker")
 		assert.Regexp(t, `skipped\s+`+live, r.stdout)
 	})
 	t.Run("DryRunRemovesNothing", func(t *testing.T) {
@@ -493,7 +514,7 @@ func TestGC(t *testing.T) {
 	t.Run("SweepRemovesOrphansOnly", func(t *testing.T) {
 		r := c.mustSbx("gc", "--grace", "0s")
 		assert.Regexp(t, `removed\s+`+gone, r.stdout)
-		assert.Contains(t, r.stdout, "removed 1, kept 1, skipped 0 (in grace), errors 0")
+		assert.Contains(t, r.stdout, "removed 1, vanished 0, kept 1, skipped 0 (in grace), errors 0 on docker")
 		assert.Equal(t, []string{live}, names(c.containers()))
 	})
 }
@@ -803,4 +824,232 @@ func TestUpSiblingModeOnANetwork(t *testing.T) {
 	assert.Contains(t, table, fmt.Sprintf("%s:%d", ep.Host, ep.Port), "ls shows the network endpoint")
 	c.mustSbx("down", "--owner", "s1")
 	assert.Empty(t, c.containers())
+}
+
+// teardownSignals are the signals that tear `run` down and roll `up` back:
+// SIGTERM as before, and SIGHUP (a closed terminal) and SIGQUIT (Ctrl-\),
+// which would otherwise kill sandboxer on the spot.
+var teardownSignals = []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTERM}
+
+// startSbx starts sandboxer with the test's global flags in dir, its
+// stdout to stdout, and kills it when the test ends if it is still
+// running.
+func (c *cli) startSbx(dir string, stdout *bytes.Buffer, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	c.t.Helper()
+	cmd := c.command(context.Background(), c.args(args...)...)
+	cmd.Dir = dir // a CMD killed by SIGQUIT may dump core here
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &errb
+	require.NoError(c.t, cmd.Start())
+	c.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &errb
+}
+
+// hasChild reports whether process pid has a child whose command name
+// (/proc/PID/stat's comm) is comm.
+func hasChild(t *testing.T, pid int, comm string) bool {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited since the glob
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		s := string(data)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(s[end+1:])
+		if len(fields) > 1 && s[open+1:end] == comm && fields[1] == strconv.Itoa(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRunTearsDownOnSignal(t *testing.T) {
+	for _, rc := range testruntimes.Candidates {
+		t.Run(rc.Name, func(t *testing.T) {
+			for _, sig := range teardownSignals {
+				t.Run(signalName(sig), func(t *testing.T) {
+					c := newCLIOn(t, rc.Connect, "redis")
+					owner := "sig" + randomHex(3)
+					cmd, stderr := c.startSbx(t.TempDir(), new(bytes.Buffer), "run", "--owner", owner, "-s", "redis", "--", "sleep", "60")
+
+					// CMD runs once its sandbox is ready: wait for both.
+					testruntimes.Poll(t, func() bool {
+						cs := c.ownedBy(owner)
+						return len(cs) == 1 && cs[0].State == runtime.StateRunning && hasChild(t, cmd.Process.Pid, "sleep")
+					}, 2*time.Minute, 100*time.Millisecond, "the sandbox never ran, or CMD never started: %s", stderr)
+
+					require.NoError(t, cmd.Process.Signal(sig))
+					testruntimes.Poll(t, func() bool { return len(c.ownedBy(owner)) == 0 }, 10*time.Second, 100*time.Millisecond,
+						"a sandbox of the owner is left 10 s after %s: %s", signalName(sig), stderr)
+					code := waitExit(t, cmd, stderr)
+					assert.Equal(t, 128+int(sig), code, "CMD died of the forwarded %s: %s", signalName(sig), stderr)
+					assert.Contains(t, stderr.String(), "forwarding signal to CMD")
+					assert.NotContains(t, stderr.String(), "goroutine ", "no goroutine dump")
+				})
+			}
+		})
+	}
+}
+
+func TestUpRollsBackOnSignal(t *testing.T) {
+	for _, rc := range testruntimes.Candidates {
+		t.Run(rc.Name, func(t *testing.T) {
+			for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
+				t.Run(signalName(sig), func(t *testing.T) {
+					c := newCLIOn(t, rc.Connect, "postgres")
+					owner := "sig" + randomHex(3)
+					var stdout bytes.Buffer
+					cmd, stderr := c.startSbx(t.TempDir(), &stdout, "up", "--owner", owner, "-s", "postgres")
+					// Postgres takes seconds to pass its probe: interrupt
+					// once its container exists.
+					testruntimes.Poll(t, func() bool { return len(c.ownedBy(owner)) > 0 }, 2*time.Minute, 50*time.Millisecond, "%s", stderr)
+					require.NoError(t, cmd.Process.Signal(sig))
+					code := waitExit(t, cmd, stderr)
+					require.Equal(t, 128+int(sig), code, "up was still provisioning when %s came: %s", signalName(sig), stderr)
+					assert.Contains(t, lastLine(stderr.String()), "interrupted by "+signalName(sig))
+					assert.NotContains(t, stderr.String(), "goroutine ", "no goroutine dump")
+					assert.Empty(t, stdout.String(), "no env for a rolled-back sandbox")
+					assert.Empty(t, c.ownedBy(owner), "rolled back")
+				})
+			}
+		})
+	}
+}
+
+// deadSocket makes a unix socket at a fresh path where nothing answers: a
+// stale socket file (nobody listens: connections are refused), or a
+// listener that accepts and never replies (a hung daemon).
+func deadSocket(t *testing.T, listening bool) string {
+	t.Helper()
+	// A short directory: a unix socket path has at most 107 bytes.
+	dir, err := os.MkdirTemp("", "h9dead")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "docker.sock")
+	l, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	if !listening {
+		l.(*net.UnixListener).SetUnlinkOnClose(false)
+		require.NoError(t, l.Close())
+		return path
+	}
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, conn) // read nothing, answer nothing
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return path
+}
+
+func TestDownWithoutRuntimeLooksAtEveryRuntime(t *testing.T) {
+	// up lands on Podman; down and ls, with the runtime left to
+	// auto-detection on a host where Docker answers too (and first in the
+	// detection order), must still find the sandboxes on Podman.
+	testruntimes.ConnectDocker(t)
+	c := newCLIOn(t, testruntimes.ConnectPodman, "redis")
+	sandbox := c.prefix + "-sandbox-redis-"
+
+	t.Run("EveryRuntimeAnswers", func(t *testing.T) {
+		c.mustSbx("up", "--owner", "m1", "-s", "redis")
+		require.Len(t, c.ownedBy("m1"), 1)
+
+		ls := c.auto(nil, "ls", "-o", "json")
+		require.Equal(t, 0, ls.code, ls.stderr)
+		var rows []listed
+		require.NoError(t, json.Unmarshal([]byte(ls.stdout), &rows))
+		require.Len(t, rows, 1)
+		assert.Equal(t, sandbox+"m1", rows[0].Name)
+		assert.Equal(t, "podman", rows[0].Runtime)
+
+		down := c.auto(nil, "down", "--owner", "m1")
+		require.Equal(t, 0, down.code, down.stderr)
+		assert.Equal(t, "removed "+sandbox+"m1\n", down.stdout)
+		assert.Empty(t, c.ownedBy("m1"), "removed from Podman")
+	})
+
+	for _, listening := range []bool{false, true} {
+		name := "StaleDockerSocket"
+		if listening {
+			name = "DockerSocketThatNeverReplies"
+		}
+		t.Run(name, func(t *testing.T) {
+			owner := "m" + randomHex(3)
+			c.mustSbx("up", "--owner", owner, "-s", "redis")
+			env := []string{"DOCKER_HOST=unix://" + deadSocket(t, listening)}
+			named := "docker at unix://"
+
+			ls := c.auto(env, "ls", "-o", "json")
+			assert.Equal(t, ExitUnavailable, ls.code, ls.stderr)
+			assert.Contains(t, lastLine(ls.stderr), named)
+			assert.Contains(t, lastLine(ls.stderr), "(DOCKER_HOST) did not answer")
+			var rows []listed
+			require.NoError(t, json.Unmarshal([]byte(ls.stdout), &rows))
+			require.Len(t, rows, 1, "what Podman holds is listed all the same")
+			assert.Equal(t, "podman", rows[0].Runtime)
+
+			down := c.auto(env, "down", "--owner", owner)
+			assert.Equal(t, ExitUnavailable, down.code, down.stderr)
+			assert.Contains(t, lastLine(down.stderr), "(DOCKER_HOST) did not answer")
+			assert.Contains(t, lastLine(down.stderr), "was not looked at")
+			assert.Equal(t, "removed "+sandbox+owner+"\n", down.stdout, "Podman's sandboxes are torn down all the same")
+			assert.Empty(t, c.ownedBy(owner))
+		})
+	}
+}
+
+func TestRunUnderNohupKeepsSIGHUPIgnored(t *testing.T) {
+	c := newCLI(t, "redis")
+	owner := "nh" + randomHex(3)
+	// What nohup does: SIGHUP ignored across exec.
+	args := append([]string{"-c", `trap '' HUP; exec "$0" "$@"`, binary}, c.args("run", "--owner", owner, "-s", "redis", "--", "sleep", "60")...)
+	cmd := exec.Command("sh", args...)
+	cmd.Env = append(os.Environ(), c.env...)
+	cmd.Dir = t.TempDir()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	testruntimes.Poll(t, func() bool {
+		cs := c.ownedBy(owner)
+		return len(cs) == 1 && cs[0].State == runtime.StateRunning && hasChild(t, cmd.Process.Pid, "sleep")
+	}, 2*time.Minute, 100*time.Millisecond, "the sandbox never ran, or CMD never started: %s", &stderr)
+
+	// An ignored signal is discarded when it is sent, so the SIGTERM that
+	// follows is the first one sandboxer and CMD see.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 128+int(syscall.SIGTERM), waitExit(t, cmd, &stderr), stderr.String())
+	assert.NotContains(t, stderr.String(), "SIGHUP")
+	assert.Empty(t, c.ownedBy(owner))
 }

@@ -25,7 +25,8 @@ const (
 	// owner id, bad image override). Nothing was started.
 	ExitUsage = 2
 	// ExitUnavailable: no container runtime answered (or not the one asked
-	// for). Nothing was started.
+	// for): nothing was started. For down, ls and gc without --runtime,
+	// also: a present runtime did not answer (they acted on the others).
 	ExitUnavailable = 3
 	// ExitProvision: provisioning failed (image, run or readiness); what the
 	// call had started was rolled back.
@@ -34,8 +35,9 @@ const (
 	// (not executable, not found), as sh(1) reports them.
 	ExitCannotExec = 126
 	ExitNotFound   = 127
-	// ExitSignal + n: interrupted by signal n (SIGINT: 130, SIGTERM: 143),
-	// after rollback or teardown; for `run`, its command was killed by n.
+	// ExitSignal + n: interrupted by signal n (SIGHUP: 129, SIGINT: 130,
+	// SIGQUIT: 131, SIGTERM: 143), after rollback or teardown; for `run`,
+	// its command was killed by n.
 	ExitSignal = 128
 )
 
@@ -43,11 +45,13 @@ const exitCodesHelp = `Exit codes:
   0    success
   1    failure (teardown, sweep or output failed)
   2    usage error: bad flags, arguments or input (nothing was started)
-  3    container runtime unavailable (nothing was started)
+  3    container runtime unavailable (nothing was started); down, ls, gc:
+       a present runtime did not answer (the others were acted on)
   4    provisioning failed: image, start or readiness (rolled back)
   126  run: CMD could not be executed
   127  run: CMD not found
-  128+n  interrupted by signal n (130 SIGINT, 143 SIGTERM), after teardown
+  128+n  interrupted by signal n (129 SIGHUP, 130 SIGINT, 131 SIGQUIT,
+         143 SIGTERM), after rollback or teardown
   run: otherwise CMD's own exit status (128+n when CMD was killed by signal n)`
 
 // usageError is an input error: exit code ExitUsage.
@@ -85,7 +89,7 @@ func exitCode(err error, sig os.Signal) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case sig != nil:
-		// A command that fails after SIGINT/SIGTERM failed because of it.
+		// A command that fails after a caught signal failed because of it.
 		return signalCode(sig)
 	case errors.As(err, &ue), errors.Is(err, provision.ErrInvalid), errors.Is(err, detect.ErrUnknownRuntime):
 		return ExitUsage
@@ -111,9 +115,10 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// signalRouter hands SIGINT/SIGTERM to whoever needs them: by default
-// they cancel the command's context (provisioning then rolls back); while
-// `run`'s command runs, they are forwarded to it.
+// signalRouter hands the caught signals (caughtSignals: SIGINT, SIGTERM,
+// SIGQUIT, SIGHUP) to whoever needs them: by default they cancel the
+// command's context (provisioning then rolls back); while `run`'s command
+// runs, they are forwarded to it.
 type signalRouter struct {
 	mu       sync.Mutex
 	cancel   context.CancelFunc

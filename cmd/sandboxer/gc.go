@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -30,34 +32,70 @@ type sweptJSON struct {
 	State      string `json:"state"`
 	AgeSeconds int64  `json:"age_seconds"`
 	Error      string `json:"error,omitempty"`
+	// Runtime is the runtime the sandbox is on, as ls names it.
+	Runtime string `json:"runtime"`
 }
 
 type reportJSON struct {
 	DryRun  bool        `json:"dry_run"`
 	Removed []sweptJSON `json:"removed"`
-	Kept    []sweptJSON `json:"kept"`
-	Skipped []sweptJSON `json:"skipped"`
-	Errors  []sweptJSON `json:"errors"`
-	Summary string      `json:"summary"`
+	// Vanished: orphans that were gone (or whose name a newer container
+	// had taken) when the sweep came to remove them.
+	Vanished []sweptJSON `json:"vanished"`
+	Kept     []sweptJSON `json:"kept"`
+	Skipped  []sweptJSON `json:"skipped"`
+	Errors   []sweptJSON `json:"errors"`
+	Summary  string      `json:"summary"`
+	// Runtimes are the runtimes swept, as ls names them.
+	Runtimes []string `json:"runtimes"`
 }
 
-func swept(sbs []janitor.Sandbox) []sweptJSON {
+// sweep is one runtime's sweep.
+type sweep struct {
+	on  string // the target's label
+	rep janitor.Report
+}
+
+func swept(sbs []janitor.Sandbox, on string) []sweptJSON {
 	out := make([]sweptJSON, 0, len(sbs))
 	for _, s := range sbs {
-		out = append(out, sweptOf(s))
+		out = append(out, sweptOf(s, on))
 	}
 	return out
 }
 
-func sweptOf(s janitor.Sandbox) sweptJSON {
-	return sweptJSON{Name: s.Name, ID: s.ID, Engine: s.Engine, Owner: s.Owner.String(), State: string(s.State), AgeSeconds: int64(s.Age / time.Second)}
+func sweptOf(s janitor.Sandbox, on string) sweptJSON {
+	return sweptJSON{Name: s.Name, ID: s.ID, Engine: s.Engine, Owner: s.Owner.String(), State: string(s.State), AgeSeconds: int64(s.Age / time.Second), Runtime: on}
+}
+
+// total adds the sweeps up, for the summary line.
+func total(sweeps []sweep, dryRun bool) janitor.Report {
+	sum := janitor.Report{DryRun: dryRun}
+	for _, s := range sweeps {
+		sum.Removed = append(sum.Removed, s.rep.Removed...)
+		sum.Vanished = append(sum.Vanished, s.rep.Vanished...)
+		sum.Kept = append(sum.Kept, s.rep.Kept...)
+		sum.Skipped = append(sum.Skipped, s.rep.Skipped...)
+		sum.Errors = append(sum.Errors, s.rep.Errors...)
+	}
+	return sum
+}
+
+// summary is the total's one line, with the runtimes swept.
+func summary(sweeps []sweep, dryRun bool) string {
+	ons := make([]string, len(sweeps))
+	for i, s := range sweeps {
+		ons[i] = s.on
+	}
+	return total(sweeps, dryRun).String() + " on " + strings.Join(ons, ", ")
 }
 
 func (a *app) gcCmd() *cobra.Command {
 	var (
-		grace  time.Duration
-		dryRun bool
-		format string
+		grace   time.Duration
+		dryRun  bool
+		format  string
+		timeout time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "gc [--grace 180s] [--dry-run]",
@@ -65,11 +103,18 @@ func (a *app) gcCmd() *cobra.Command {
 		Long: `Make one janitor sweep over this label prefix's sandboxes: those whose owner
 (a container, or the process of a ` + "`run`" + `) is gone and that are older than the
 grace window are killed and removed. Prints what it removed (or, with
---dry-run, would remove), kept (owner alive), skipped (in grace) and could
-not decide. Exits 1 when a sandbox could not be judged or removed.`,
+--dry-run, would remove), vanished (gone before the sweep removed it), kept
+(owner alive), skipped (in grace) and could not decide, each with the
+runtime it is on. Exits 1 when a sandbox could
+not be judged or removed.
+
+` + lookRuleHelp,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
 			if err := durationFlag("grace", grace); err != nil {
+				return err
+			}
+			if err := checkTimeout(timeout); err != nil {
 				return err
 			}
 			if format != "text" && format != "json" {
@@ -79,25 +124,39 @@ not decide. Exits 1 when a sandbox could not be judged or removed.`,
 				return err
 			}
 			ctx := cmd.Context()
-			rt, err := a.connect(ctx)
+			l, err := a.lookAt(ctx)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			j := janitor.New(rt, janitor.Options{Prefix: a.labelPrefix, Grace: janitorGrace(grace), DryRun: dryRun, Logger: a.log})
-			rep, err := j.Sweep(ctx)
+			defer l.Close()
+			sweeps := make([]sweep, len(l.targets))
+			errs := onEach(ctx, l.targets, timeout, func(ctx context.Context, i int, t target) error {
+				j := janitor.New(t.RT, janitor.Options{Prefix: a.labelPrefix, Grace: janitorGrace(grace), DryRun: dryRun, Logger: a.log.With("runtime", t.label)})
+				var err error
+				sweeps[i].rep, err = j.Sweep(ctx)
+				sweeps[i].on = t.label
+				return err
+			})
+			err = joinErrors(append(errs, l.missing)...)
 			if format == "json" {
-				out := reportJSON{DryRun: rep.DryRun, Removed: swept(rep.Removed), Kept: swept(rep.Kept), Skipped: swept(rep.Skipped), Errors: []sweptJSON{}, Summary: rep.String()}
-				for _, f := range rep.Errors {
-					s := sweptOf(f.Sandbox)
-					s.Error = oneLine(f.Err.Error())
-					out.Errors = append(out.Errors, s)
+				out := reportJSON{DryRun: dryRun, Removed: []sweptJSON{}, Vanished: []sweptJSON{}, Kept: []sweptJSON{}, Skipped: []sweptJSON{}, Errors: []sweptJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
+				for _, s := range sweeps {
+					out.Runtimes = append(out.Runtimes, s.on)
+					out.Removed = append(out.Removed, swept(s.rep.Removed, s.on)...)
+					out.Vanished = append(out.Vanished, swept(s.rep.Vanished, s.on)...)
+					out.Kept = append(out.Kept, swept(s.rep.Kept, s.on)...)
+					out.Skipped = append(out.Skipped, swept(s.rep.Skipped, s.on)...)
+					for _, f := range s.rep.Errors {
+						e := sweptOf(f.Sandbox, s.on)
+						e.Error = oneLine(f.Err.Error())
+						out.Errors = append(out.Errors, e)
+					}
 				}
 				if werr := writeJSON(a.io.Out, out); werr != nil {
-					return werr
+					return joinErrors(werr, err)
 				}
 			} else if !a.quiet || err != nil {
-				writeReport(a.io.Out, rep)
+				writeReport(a.io.Out, sweeps, dryRun)
 			}
 			if err != nil {
 				return fmt.Errorf("gc: %w", err)
@@ -109,44 +168,60 @@ not decide. Exits 1 when a sandbox could not be judged or removed.`,
 	f.DurationVar(&grace, "grace", janitor.DefaultGrace, "leave sandboxes younger than this alone (0s: none)")
 	f.BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
 	f.StringVarP(&format, "format", "o", "text", "output: text or json")
+	timeoutFlag(f, &timeout)
 	return cmd
 }
 
 // writeReport prints one line per sandbox, then the summary.
-func writeReport(w io.Writer, rep janitor.Report) {
+func writeReport(w io.Writer, sweeps []sweep, dryRun bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	verb := "removed"
-	if rep.DryRun {
+	if dryRun {
 		verb = "would remove"
 	}
-	line := func(what string, s janitor.Sandbox, extra string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\towner %s\tage %s%s\n", what, s.Name, s.Engine, s.Owner, humanAge(s.Age), extra)
+	line := func(what string, s janitor.Sandbox, on, extra string) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\towner %s\tage %s\ton %s%s\n", what, s.Name, s.Engine, s.Owner, humanAge(s.Age), on, extra)
 	}
-	for _, s := range rep.Removed {
-		line(verb, s, "")
+	for _, sw := range sweeps {
+		for _, s := range sw.rep.Removed {
+			line(verb, s, sw.on, "")
+		}
 	}
-	for _, s := range rep.Kept {
-		line("kept", s, "")
+	for _, sw := range sweeps {
+		for _, s := range sw.rep.Vanished {
+			line("vanished", s, sw.on, "\t(gone before its removal)")
+		}
 	}
-	for _, s := range rep.Skipped {
-		line("skipped", s, "\t(in grace)")
+	for _, sw := range sweeps {
+		for _, s := range sw.rep.Kept {
+			line("kept", s, sw.on, "")
+		}
 	}
-	for _, f := range rep.Errors {
-		line("error", f.Sandbox, "\t"+oneLine(f.Err.Error()))
+	for _, sw := range sweeps {
+		for _, s := range sw.rep.Skipped {
+			line("skipped", s, sw.on, "\t(in grace)")
+		}
+	}
+	for _, sw := range sweeps {
+		for _, f := range sw.rep.Errors {
+			line("error", f.Sandbox, sw.on, "\t"+oneLine(f.Err.Error()))
+		}
 	}
 	tw.Flush()
-	fmt.Fprintln(w, rep.String())
+	fmt.Fprintln(w, summary(sweeps, dryRun))
 }
 
 func (a *app) janitorCmd() *cobra.Command {
 	var grace, interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "janitor [--interval 30s] [--grace 180s]",
-		Short: "Sweep for orphaned sandboxes at start and on every tick, until SIGINT/SIGTERM",
+		Short: "Sweep for orphaned sandboxes at start and on every tick, until a signal stops it",
 		Long: `Run the janitor loop: a sweep at start, then one per --interval, until
-SIGINT or SIGTERM (then exit 0). A failed sweep is logged and retried at the
-next tick, so the loop outlives a runtime restart. It needs no container of
-its own: run it as a service next to the runtime, or inside the orchestrator.`,
+SIGINT, SIGTERM, SIGHUP or SIGQUIT (then exit 0). A failed sweep is logged
+and retried at the next tick, so the loop outlives a runtime restart. It
+needs no container of its own: run it as a service next to the runtime, or
+inside the orchestrator. It sweeps one runtime, chosen as up chooses it:
+run one janitor per runtime (--runtime) on a host with several.`,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
 			if err := durationFlag("grace", grace); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,20 +35,34 @@ type listed struct {
 	Created    time.Time         `json:"created"`
 	AgeSeconds int64             `json:"age_seconds"`
 	Endpoint   *engines.Endpoint `json:"endpoint"`
+	// Runtime is the runtime the sandbox is on, as the RUNTIME column
+	// names it ("docker"; with the candidate's source when two answering
+	// runtimes share a name), and RuntimeEndpoint where it answered.
+	Runtime         string `json:"runtime"`
+	RuntimeEndpoint string `json:"runtime_endpoint"`
 }
 
 func (a *app) lsCmd() *cobra.Command {
-	var owner, template, format string
+	var (
+		owner, template, format string
+		timeout                 time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "ls [--owner ID] [--format table|json]",
-		Short: "List sandboxes with owner, engine, state, age and endpoint",
+		Short: "List sandboxes with owner, engine, state, age, endpoint and runtime",
 		Long: `List the sandboxes of this label prefix (all owners, or one with --owner):
-name, engine, owner, state, age and the endpoint consumers connect to (the
-published port on the host, else the address on the container's network).`,
+name, engine, owner, state, age, the endpoint consumers connect to (the
+published port on the host, else the address on the container's network)
+and the runtime the sandbox is on.
+
+` + lookRuleHelp,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
 			if format != "table" && format != "json" {
 				return usagef("--format %q: want table or json", format)
+			}
+			if err := checkTimeout(timeout); err != nil {
+				return err
 			}
 			opts := a.provisionOptions()
 			opts.OwnerTemplate = template
@@ -64,43 +79,63 @@ published port on the host, else the address on the container's network).`,
 				selector[keys.Owner] = p.OwnerName(owner)
 			}
 			ctx := cmd.Context()
-			rt, err := a.connect(ctx)
+			l, err := a.lookAt(ctx)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			ctrs, err := rt.List(ctx, selector)
-			if err != nil {
-				return fmt.Errorf("ls: %w", err)
-			}
+			defer l.Close()
+			found := make([][]runtime.Container, len(l.targets))
+			errs := onEach(ctx, l.targets, timeout, func(ctx context.Context, i int, t target) error {
+				var err error
+				found[i], err = t.RT.List(ctx, selector)
+				return err
+			})
 			now := time.Now()
-			rows := make([]listed, 0, len(ctrs))
-			for _, c := range ctrs {
-				rows = append(rows, a.listedOf(c, now))
+			rows := []listed{}
+			seen := map[string]bool{}
+			for i, cs := range found {
+				for _, c := range cs {
+					// The same container may be reached through two
+					// endpoints (Podman's Docker-compatible socket).
+					if seen[c.ID] {
+						continue
+					}
+					seen[c.ID] = true
+					rows = append(rows, a.listedOf(c, l.targets[i], now))
+				}
 			}
 			slices.SortFunc(rows, func(x, y listed) int { return strings.Compare(x.Name, y.Name) })
 			if format == "json" {
-				return writeJSON(a.io.Out, rows)
+				err = writeJSON(a.io.Out, rows)
+			} else {
+				err = writeTable(a.io.Out, rows)
 			}
-			return writeTable(a.io.Out, rows)
+			if err := joinErrors(append(errs, err, l.missing)...); err != nil {
+				return fmt.Errorf("ls: %w", err)
+			}
+			return nil
 		}),
 	}
 	ownerFlags(cmd.Flags(), &owner, &template, "only this owner id's sandboxes")
 	cmd.Flags().StringVarP(&format, "format", "o", "table", "output: table or json")
+	timeoutFlag(cmd.Flags(), &timeout)
 	return cmd
 }
 
-// listedOf reads a sandbox's labels, state and endpoint.
-func (a *app) listedOf(c runtime.Container, now time.Time) listed {
+// listedOf reads a sandbox's labels, state and endpoint; it is on the
+// runtime on.
+func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 	engine := c.Labels[janitor.EngineLabel(a.labelPrefix)]
 	l := listed{
-		Name:    c.Name,
-		ID:      c.ID,
-		Engine:  engine,
-		Image:   c.Image,
-		Owner:   c.Labels[janitor.OwnerLabel(a.labelPrefix)],
-		State:   c.State,
-		Created: c.Created,
+		Name:            c.Name,
+		ID:              c.ID,
+		Engine:          engine,
+		Image:           c.Image,
+		Owner:           c.Labels[janitor.OwnerLabel(a.labelPrefix)],
+		State:           c.State,
+		Created:         c.Created,
+		Runtime:         on.label,
+		RuntimeEndpoint: on.Endpoint,
 	}
 	if pid, err := strconv.Atoi(c.Labels[janitor.OwnerLabel(a.labelPrefix)+".pid"]); err == nil {
 		l.OwnerPID = pid
@@ -135,7 +170,7 @@ func (a *app) listedOf(c runtime.Container, now time.Time) listed {
 
 func writeTable(w io.Writer, rows []listed) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENGINE\tOWNER\tSTATE\tAGE\tENDPOINT")
+	fmt.Fprintln(tw, "NAME\tENGINE\tOWNER\tSTATE\tAGE\tENDPOINT\tRUNTIME")
 	for _, r := range rows {
 		owner := r.Owner
 		if r.OwnerPID != 0 {
@@ -152,7 +187,7 @@ func writeTable(w io.Writer, rows []listed) error {
 		if engine == "" {
 			engine = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, engine, owner, r.State, humanAge(time.Duration(r.AgeSeconds)*time.Second), ep)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, engine, owner, r.State, humanAge(time.Duration(r.AgeSeconds)*time.Second), ep, r.Runtime)
 	}
 	return tw.Flush()
 }

@@ -18,11 +18,25 @@ import (
 func main() {
 	sigs := newSignalRouter()
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(ch, caughtSignals()...)
 	go func() {
 		for s := range ch {
 			sigs.deliver(s)
 		}
 	}()
 	os.Exit(Main(context.Background(), os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv, sigs))
+}
+
+// caughtSignals are the signals that tear down (`run`) or roll back (`up`)
+// instead of killing sandboxer on the spot: SIGINT (Ctrl-C), SIGTERM
+// (supervisors), SIGQUIT (Ctrl-\; Go's default would dump the goroutines
+// and exit, leaking the sandboxes) and SIGHUP (a closed terminal). A SIGHUP
+// that the parent ignored stays ignored, so that `nohup sandboxer run ...`
+// survives the terminal as nohup promises.
+func caughtSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }

@@ -58,19 +58,30 @@ type app struct {
 	memoryBytes int64
 	imageMap    map[string]string
 	registry    *engines.Registry
+
+	// detectHook, when set, adjusts the runtime detection options: tests
+	// give the fake sockets and runtimes there.
+	detectHook func(*detect.Options)
 }
 
 // Main runs the CLI with args (without the program name) and returns the
-// exit code. sigs routes SIGINT/SIGTERM (main wires the real signals; tests
-// may pass a router nothing delivers to).
+// exit code. sigs routes the caught signals (main wires the real ones;
+// tests may pass a router nothing delivers to).
 func Main(ctx context.Context, args []string, stdio Stdio, getenv func(string) string, sigs *signalRouter) int {
-	if sigs == nil {
-		sigs = newSignalRouter()
+	a := &app{io: stdio, getenv: getenv, sigs: sigs, registry: engines.Default}
+	return a.main(ctx, args)
+}
+
+// main runs the command args asks for and returns the exit code.
+func (a *app) main(ctx context.Context, args []string) int {
+	if a.sigs == nil {
+		a.sigs = newSignalRouter()
 	}
+	stdio, sigs := a.io, a.sigs
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sigs.attach(cancel)
-	a := &app{io: stdio, getenv: getenv, sigs: sigs, ctx: ctx, registry: engines.Default}
+	a.ctx = ctx
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
@@ -122,8 +133,11 @@ ever printed where env output is asked for.
 
 Runtime: --runtime auto (default; env SANDBOXER_RUNTIME) tries, in order,
 DOCKER_HOST, CONTAINER_HOST, the rootful and rootless Podman sockets, the
-Docker socket, then the containerd socket, pinging each; ` + "`sandboxer doctor`" + ` says
-which one won and why. Endpoints follow each ecosystem's conventions:
+Docker socket, then the containerd socket, pinging each; up, run and
+janitor use the first that answers (` + "`sandboxer doctor`" + ` says which one and
+why), while down, ls and gc look at every one that is present and exit 3
+when one of them does not answer, so that they never miss the runtime an
+earlier up landed on. Endpoints follow each ecosystem's conventions:
 DOCKER_HOST (--docker-host), CONTAINER_HOST (--container-host),
 CONTAINERD_ADDRESS / CONTAINERD_NAMESPACE (--containerd-address,
 --containerd-namespace).
@@ -222,7 +236,7 @@ func (a *app) prepare() error {
 
 // detectOptions are the runtime detection options from the global flags.
 func (a *app) detectOptions() detect.Options {
-	return detect.Options{
+	opts := detect.Options{
 		Runtime:             a.runtimeName,
 		DockerHost:          a.dockerHost,
 		ContainerHost:       a.containerHost,
@@ -231,6 +245,10 @@ func (a *app) detectOptions() detect.Options {
 		Getenv:              a.getenv,
 		Logger:              a.log,
 	}
+	if a.detectHook != nil {
+		a.detectHook(&opts)
+	}
+	return opts
 }
 
 // connect chooses and pings the runtime. The caller closes it.

@@ -17,7 +17,7 @@ import (
 	"github.com/roboco/sandboxer/janitor"
 )
 
-// killAfter is how many SIGINT/SIGTERM `run` forwards before it kills its
+// killAfter is how many caught signals `run` forwards before it kills its
 // command outright.
 const killAfter = 3
 
@@ -28,19 +28,21 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "Provision sandboxes, run CMD with their env, tear down, exit with CMD's status",
 		Long: `Provision sandboxes with their ports published on 127.0.0.1, run CMD with
 their env added to its environment, and tear them down when CMD exits,
-whatever the reason: CMD succeeding or failing, or SIGINT/SIGTERM to
-sandboxer. Exits with CMD's status (128+n when CMD was killed by signal n).
+whatever the reason: CMD succeeding or failing, or SIGINT, SIGTERM, SIGHUP
+(a closed terminal) or SIGQUIT to sandboxer. Exits with CMD's status (128+n
+when CMD was killed by signal n).
 
 The sandboxes are owned by this sandboxer process (process-owner labels:
 boot id, pid namespace, pid, start time), so a concurrent ` + "`sandboxer gc`" + ` or
 janitor leaves them alone while it runs and removes them if it is killed
 with SIGKILL. The owner id is generated (run-<hex>) unless --owner is given.
 
-Signals: SIGINT and SIGTERM are forwarded to CMD (to its whole process
-group when stdin is not a terminal; on a terminal CMD shares sandboxer's
-process group and gets Ctrl-C from the terminal itself, so only SIGTERM is
-forwarded). The third signal kills CMD. A signal during provisioning rolls
-back and exits 128+n without starting CMD.`,
+Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to CMD (to its
+whole process group when stdin is not a terminal; on a terminal CMD shares
+sandboxer's process group and gets Ctrl-C and Ctrl-\ from the terminal
+itself, so only SIGTERM and SIGHUP are forwarded). The third signal kills
+CMD. A signal during provisioning rolls back and exits 128+n without
+starting CMD. Under nohup, SIGHUP stays ignored.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: a.command(func(cmd *cobra.Command, args []string) error {
 			owner := pf.owner
@@ -164,7 +166,7 @@ func (a *app) runChild(path string, args, env []string) (int, error) {
 		select {
 		case s := <-sigCh:
 			sig, ok := s.(syscall.Signal)
-			if !ok || (onTTY && sig == syscall.SIGINT) {
+			if !ok || (onTTY && keyboardSignal(sig)) {
 				continue
 			}
 			forwarded++
@@ -193,6 +195,14 @@ func (a *app) runChild(path string, args, env []string) (int, error) {
 			return status, nil
 		}
 	}
+}
+
+// keyboardSignal reports whether a terminal sends sig to its whole
+// foreground process group (Ctrl-C, Ctrl-\): on a terminal CMD has it
+// already, and forwarding it would deliver it twice. A hangup is forwarded
+// all the same: the terminal sends SIGHUP to its controlling process only.
+func keyboardSignal(sig syscall.Signal) bool {
+	return sig == syscall.SIGINT || sig == syscall.SIGQUIT
 }
 
 func randomHex(n int) string {

@@ -226,6 +226,8 @@ func TestExitCode(t *testing.T) {
 		{"ImageNotFound", runtime.NewError("docker", "pull", "x", runtime.ErrImageNotFound, nil), nil, ExitProvision},
 		{"Other", errors.New("disk full"), nil, ExitFailure},
 		{"InterruptedBySIGINT", context.Canceled, syscall.SIGINT, 130},
+		{"InterruptedBySIGHUP", context.Canceled, syscall.SIGHUP, 129},
+		{"InterruptedBySIGQUIT", context.Canceled, syscall.SIGQUIT, 131},
 		{"ProvisionFailedAfterSIGTERM", pe, syscall.SIGTERM, 143},
 		{"RunStatusWins", &exitError{code: 7}, syscall.SIGINT, 7},
 	}
@@ -388,6 +390,18 @@ func TestSignalRouter(t *testing.T) {
 		assert.NoError(t, ctx.Err(), "forwarded signals do not cancel")
 		assert.Equal(t, syscall.SIGINT, r.setForward(nil), "reports the first signal")
 	})
+}
+
+func TestCaughtSignals(t *testing.T) {
+	// The test binary does not ignore SIGHUP; nohup's case is proven on
+	// the built binary (TestRunUnderNohupKeepsSIGHUPIgnored).
+	assert.ElementsMatch(t, []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGHUP}, caughtSignals())
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT} {
+		assert.True(t, keyboardSignal(sig), "%s comes from the terminal to the whole group", signalName(sig))
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		assert.False(t, keyboardSignal(sig), "%s is forwarded on a terminal too", signalName(sig))
+	}
 }
 
 func TestRunStopsParsingFlagsAtCMD(t *testing.T) {

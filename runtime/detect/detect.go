@@ -4,6 +4,12 @@
 // chosen, and the Selection says why the chosen one won and what became of
 // the others, for error messages and `sandboxer doctor`.
 //
+// DetectAll connects to every candidate that is present instead of the
+// first that answers, and says which present ones did not answer: commands
+// that look for what an earlier command created (down, ls, gc) use it, so
+// that they never report success having looked at a different runtime than
+// the one that holds the sandboxes.
+//
 // It is the one package that imports every adapter: the port (runtime)
 // cannot without an import cycle, and the lifecycle packages (provision,
 // janitor, engines) must not.
@@ -20,9 +26,14 @@
 //  6. docker's rootless socket, $XDG_RUNTIME_DIR/docker.sock
 //  7. containerd at CONTAINERD_ADDRESS, else /run/containerd/containerd.sock
 //
-// A well-known socket that does not exist is reported absent and not pinged;
-// a configured endpoint is always pinged. An explicit runtime keeps only its
-// own candidates, in the same order.
+// A well-known socket that does not exist is reported absent and not pinged,
+// and one that exists but that this process may not connect to (no write
+// permission: the root-only containerd socket on a Docker host, for a user
+// of the docker group) is reported "no access" and not pinged: nothing this
+// user could have started is there. A configured endpoint is always pinged.
+// An explicit runtime keeps only its own candidates, in the same order.
+// Both kinds of skipped candidate are "not present"; every other candidate
+// is present.
 package detect
 
 import (
@@ -36,6 +47,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/containerd"
@@ -128,6 +141,9 @@ const (
 	StatusFailed Status = "failed"
 	// StatusAbsent: its well-known socket does not exist; not pinged.
 	StatusAbsent Status = "absent"
+	// StatusNoAccess: its well-known socket exists but this process may
+	// not connect to it; not pinged.
+	StatusNoAccess Status = "no access"
 	// StatusNotTried: an earlier candidate answered first; not pinged.
 	StatusNotTried Status = "not tried"
 )
@@ -163,6 +179,8 @@ func (p Probe) Describe() string {
 		return "failed: " + oneLine(p.Err)
 	case StatusAbsent:
 		return "absent: no socket at " + p.Socket
+	case StatusNoAccess:
+		return "no access: this user may not connect to " + p.Socket
 	default:
 		return string(p.Status)
 	}
@@ -197,6 +215,10 @@ type Options struct {
 	// SocketExists reports whether a unix socket exists at path (default:
 	// os.Stat says it is a socket).
 	SocketExists func(path string) bool
+	// SocketUsable reports whether this process may connect to the
+	// existing unix socket at path (default: it may write to it, as
+	// faccessat(2) with the effective ids says).
+	SocketUsable func(path string) bool
 	// Connect makes the runtime for a candidate (default: the adapters).
 	// It must not contact the runtime; Detect pings it.
 	Connect func(Candidate, *slog.Logger) (runtime.ContainerRuntime, error)
@@ -208,6 +230,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SocketExists == nil {
 		o.SocketExists = socketExists
+	}
+	if o.SocketUsable == nil {
+		o.SocketUsable = socketUsable
 	}
 	if o.Connect == nil {
 		o.Connect = Connect
@@ -337,8 +362,8 @@ func Detect(ctx context.Context, opts Options) (*Selection, error) {
 		switch {
 		case sel.Runtime != nil && !opts.All:
 			p.Status = StatusNotTried
-		case c.Socket != "" && !opts.SocketExists(c.Socket):
-			p.Status = StatusAbsent
+		case !opts.present(&p):
+			// absent, or no access: not pinged
 		default:
 			rt := ping(ctx, opts, &p)
 			if rt != nil && sel.Runtime == nil {
@@ -355,6 +380,22 @@ func Detect(ctx context.Context, opts Options) (*Selection, error) {
 		return sel, &UnavailableError{Reason: sel.Reason}
 	}
 	return sel, nil
+}
+
+// present reports whether p's candidate is present; when it is not, it
+// sets p.Status to say why (absent, no access).
+func (o Options) present(p *Probe) bool {
+	switch {
+	case p.Socket == "":
+		return true
+	case !o.SocketExists(p.Socket):
+		p.Status = StatusAbsent
+	case !o.SocketUsable(p.Socket):
+		p.Status = StatusNoAccess
+	default:
+		return true
+	}
+	return false
 }
 
 // ping connects to and pings one candidate, filling p. It returns the
@@ -386,11 +427,8 @@ func (s *Selection) reason() string {
 		if s.Runtime != nil && p.Candidate == s.Chosen.Candidate {
 			break
 		}
-		switch p.Status {
-		case StatusAbsent:
-			before = append(before, fmt.Sprintf("%s absent (%s)", p.Source, p.Socket))
-		case StatusFailed:
-			before = append(before, fmt.Sprintf("%s %s failed: %s", p.Source, p.Endpoint, oneLine(p.Err)))
+		if line := p.skipped(); line != "" {
+			before = append(before, line)
 		}
 	}
 	if s.Runtime == nil {
@@ -415,6 +453,20 @@ func (s *Selection) reason() string {
 		why += "; before it: " + strings.Join(before, "; ")
 	}
 	return why
+}
+
+// skipped says, for reason lines, why p was not chosen ("" when it
+// answered or was not tried).
+func (p Probe) skipped() string {
+	switch p.Status {
+	case StatusAbsent:
+		return fmt.Sprintf("%s absent (%s)", p.Source, p.Socket)
+	case StatusNoAccess:
+		return fmt.Sprintf("%s no access (%s)", p.Source, p.Socket)
+	case StatusFailed:
+		return fmt.Sprintf("%s %s failed: %s", p.Source, p.Endpoint, oneLine(p.Err))
+	}
+	return ""
 }
 
 // Connect makes the adapter for c without contacting it: docker.New,
@@ -442,6 +494,11 @@ func Connect(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error)
 func socketExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode()&fs.ModeSocket != 0
+}
+
+// socketUsable: connect(2) on a unix socket needs write permission on it.
+func socketUsable(path string) bool {
+	return unix.Faccessat(unix.AT_FDCWD, path, unix.W_OK, unix.AT_EACCESS) == nil
 }
 
 func oneLine(err error) string {

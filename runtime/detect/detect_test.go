@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,14 +17,19 @@ import (
 // fakeRT answers Version (or not); every other verb is unused here.
 type fakeRT struct {
 	runtime.ContainerRuntime
-	c      Candidate
-	err    error
-	closed *int
+	c   Candidate
+	err error
+	w   *world
 }
 
 func (f fakeRT) Name() string     { return f.c.Runtime }
 func (f fakeRT) Endpoint() string { return f.c.Endpoint }
-func (f fakeRT) Close() error     { *f.closed++; return nil }
+func (f fakeRT) Close() error {
+	f.w.calls.mu.Lock()
+	defer f.w.calls.mu.Unlock()
+	f.w.calls.closed++
+	return nil
+}
 func (f fakeRT) Version(ctx context.Context) (runtime.Info, error) {
 	if f.err != nil {
 		return runtime.Info{}, f.err
@@ -30,34 +37,58 @@ func (f fakeRT) Version(ctx context.Context) (runtime.Info, error) {
 	return runtime.Info{Runtime: f.c.Runtime, Endpoint: f.c.Endpoint, Version: "1.0"}, nil
 }
 
-// world is a fake host: an environment, the sockets that exist, and the
-// endpoints that answer.
+// world is a fake host: an environment, the sockets that exist (and those
+// of them this user may not open), and the endpoints that answer.
 type world struct {
 	env     map[string]string
 	sockets []string
+	denied  []string // sockets that exist but this user may not open
 	answers []string // endpoints that answer a ping
-	pinged  []string
-	closed  int
+	calls   *calls   // made by options
+}
+
+// calls records what detection did; DetectAll pings concurrently.
+type calls struct {
+	mu     sync.Mutex
+	pinged []string
+	closed int
+}
+
+func (c *calls) ping(endpoint string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pinged = append(c.pinged, endpoint)
+}
+
+// Pinged returns the endpoints pinged, sorted (DetectAll's order is not
+// fixed) when sorted is true.
+func (c *calls) Pinged(sorted bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.pinged)
+	if sorted {
+		slices.Sort(out)
+	}
+	return out
+}
+
+func (c *calls) Closed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 func (w *world) options(o Options) Options {
+	w.calls = &calls{}
 	o.Getenv = func(k string) string { return w.env[k] }
-	o.SocketExists = func(p string) bool {
-		for _, s := range w.sockets {
-			if s == p {
-				return true
-			}
-		}
-		return false
-	}
+	o.SocketExists = func(p string) bool { return slices.Contains(w.sockets, p) }
+	o.SocketUsable = func(p string) bool { return !slices.Contains(w.denied, p) }
 	o.Connect = func(c Candidate, _ *slog.Logger) (runtime.ContainerRuntime, error) {
-		w.pinged = append(w.pinged, c.Endpoint)
-		for _, a := range w.answers {
-			if a == c.Endpoint {
-				return fakeRT{c: c, closed: &w.closed}, nil
-			}
+		w.calls.ping(c.Endpoint)
+		if slices.Contains(w.answers, c.Endpoint) {
+			return fakeRT{c: c, w: w}, nil
 		}
-		return fakeRT{c: c, closed: &w.closed, err: runtime.NewError(c.Runtime, "version", c.Endpoint, runtime.ErrUnavailable, errors.New("connection refused"))}, nil
+		return fakeRT{c: c, w: w, err: runtime.NewError(c.Runtime, "version", c.Endpoint, runtime.ErrUnavailable, errors.New("connection refused"))}, nil
 	}
 	return o
 }
@@ -153,7 +184,7 @@ func TestChoiceRejectsUnknownRuntime(t *testing.T) {
 			_, err := Detect(context.Background(), w.options(Options{Runtime: name}))
 			require.ErrorIs(t, err, ErrUnknownRuntime)
 			assert.Contains(t, err.Error(), name)
-			assert.Empty(t, w.pinged, "nothing is contacted for bad input")
+			assert.Empty(t, w.calls.Pinged(false), "nothing is contacted for bad input")
 		})
 	}
 }
@@ -200,6 +231,14 @@ func TestDetect(t *testing.T) {
 			reason:     []string{"docker (asked for by --runtime) did not answer", "unix:///nonexistent.sock"},
 		},
 		{
+			name:       "ASocketThisUserMayNotOpenIsNotPinged",
+			w:          world{sockets: []string{"/var/run/docker.sock", "/run/containerd/containerd.sock"}, denied: []string{"/var/run/docker.sock"}, answers: []string{"unix:///var/run/docker.sock", "/run/containerd/containerd.sock"}},
+			wantChosen: "/run/containerd/containerd.sock",
+			wantPinged: []string{"/run/containerd/containerd.sock"},
+			wantStatus: []Status{StatusAbsent, StatusAbsent, StatusNoAccess, StatusAbsent, StatusAnswered},
+			reason:     []string{"Docker socket no access (/var/run/docker.sock)"},
+		},
+		{
 			name:       "NothingAnywhere",
 			w:          world{},
 			wantStatus: []Status{StatusAbsent, StatusAbsent, StatusAbsent, StatusAbsent, StatusAbsent},
@@ -228,22 +267,147 @@ func TestDetect(t *testing.T) {
 				statuses = append(statuses, p.Status)
 			}
 			assert.Equal(t, tt.wantStatus, statuses)
-			assert.Equal(t, tt.wantPinged, w.pinged)
+			assert.Equal(t, tt.wantPinged, w.calls.Pinged(false))
 			if tt.wantChosen == "" {
 				require.ErrorIs(t, err, runtime.ErrUnavailable)
 				assert.Nil(t, sel.Runtime)
 				assert.NotContains(t, err.Error(), "\n")
-				assert.Equal(t, len(w.pinged), w.closed, "every pinged runtime is closed")
+				assert.Equal(t, len(w.calls.Pinged(false)), w.calls.Closed(), "every pinged runtime is closed")
 			} else {
 				require.NoError(t, err)
 				require.NotNil(t, sel.Runtime)
 				assert.Equal(t, tt.wantChosen, sel.Runtime.Endpoint())
 				assert.Equal(t, tt.wantChosen, sel.Chosen.Endpoint)
-				assert.Equal(t, len(w.pinged)-1, w.closed, "every runtime but the chosen one is closed")
+				assert.Equal(t, len(w.calls.Pinged(false))-1, w.calls.Closed(), "every runtime but the chosen one is closed")
 			}
 			for _, r := range tt.reason {
 				assert.Contains(t, sel.Reason, r)
 			}
 		})
 	}
+}
+
+func TestDetectAll(t *testing.T) {
+	const (
+		rootful    = "/run/podman/podman.sock"
+		rootless   = "/run/user/1000/podman/podman.sock"
+		dockerSock = "/var/run/docker.sock"
+		ctrdSock   = "/run/containerd/containerd.sock"
+	)
+	tests := []struct {
+		name         string
+		opts         Options
+		w            world
+		wantAnswered []string // endpoints, in candidate order
+		wantPinged   []string // sorted
+		wantStatus   []Status
+		wantErr      []string // the error contains each; nil: no error
+	}{
+		{
+			name:         "EveryPresentCandidateIsConnected",
+			w:            world{env: map[string]string{"DOCKER_HOST": "tcp://10.0.0.1:2375", "CONTAINER_HOST": "unix:///p.sock"}, sockets: []string{ctrdSock}, answers: []string{"tcp://10.0.0.1:2375", "unix:///p.sock", ctrdSock}},
+			wantAnswered: []string{"tcp://10.0.0.1:2375", "unix:///p.sock", ctrdSock},
+			wantPinged:   []string{ctrdSock, "tcp://10.0.0.1:2375", "unix:///p.sock"},
+			wantStatus:   []Status{StatusAnswered, StatusAnswered, StatusAnswered},
+		},
+		{
+			name:         "APresentCandidateThatDoesNotAnswerIsNamedAndTheOthersAreStillConnected",
+			w:            world{env: map[string]string{"DOCKER_HOST": "unix:///dead.sock"}, sockets: []string{rootful}, answers: []string{"unix://" + rootful}},
+			wantAnswered: []string{"unix://" + rootful},
+			wantPinged:   []string{"unix:///dead.sock", "unix://" + rootful},
+			wantStatus:   []Status{StatusFailed, StatusAnswered, StatusAbsent, StatusAbsent},
+			wantErr:      []string{"docker at unix:///dead.sock (DOCKER_HOST) did not answer", "connection refused"},
+		},
+		{
+			name:         "AbsentAndInaccessibleSocketsAreNotPresent",
+			w:            world{sockets: []string{rootful, dockerSock, ctrdSock}, denied: []string{ctrdSock}, answers: []string{"unix://" + rootful}},
+			wantAnswered: []string{"unix://" + rootful},
+			wantPinged:   []string{"unix://" + rootful, "unix://" + dockerSock},
+			wantStatus:   []Status{StatusAnswered, StatusAbsent, StatusFailed, StatusAbsent, StatusNoAccess},
+			wantErr:      []string{"docker at unix:///var/run/docker.sock (Docker socket) did not answer"},
+		},
+		{
+			name:         "OnlyInaccessibleSocketsIsNoError",
+			w:            world{sockets: []string{rootful, ctrdSock}, denied: []string{ctrdSock}, answers: []string{"unix://" + rootful}},
+			wantAnswered: []string{"unix://" + rootful},
+			wantPinged:   []string{"unix://" + rootful},
+			wantStatus:   []Status{StatusAnswered, StatusAbsent, StatusAbsent, StatusAbsent, StatusNoAccess},
+		},
+		{
+			name:       "NothingPresent",
+			w:          world{sockets: []string{ctrdSock}, denied: []string{ctrdSock}},
+			wantStatus: []Status{StatusAbsent, StatusAbsent, StatusAbsent, StatusAbsent, StatusNoAccess},
+			wantErr:    []string{"no container runtime is present", "rootful Podman socket absent (/run/podman/podman.sock)", "containerd socket no access"},
+		},
+		{
+			name:       "NoneAnswers",
+			w:          world{env: map[string]string{"CONTAINERD_ADDRESS": "/c.sock"}, sockets: []string{dockerSock}},
+			wantPinged: []string{"/c.sock", "unix://" + dockerSock},
+			wantStatus: []Status{StatusAbsent, StatusAbsent, StatusFailed, StatusAbsent, StatusFailed},
+			wantErr:    []string{"no container runtime answered: docker at unix:///var/run/docker.sock (Docker socket) did not answer", "containerd at /c.sock (CONTAINERD_ADDRESS) did not answer"},
+		},
+		{
+			name:         "AnExplicitRuntimeKeepsEveryOneOfItsOwnCandidates",
+			opts:         Options{Runtime: "podman"},
+			w:            world{sockets: []string{rootful, rootless, dockerSock}, answers: []string{"unix://" + rootful, "unix://" + rootless, "unix://" + dockerSock}},
+			wantAnswered: []string{"unix://" + rootful, "unix://" + rootless},
+			wantPinged:   []string{"unix://" + rootful, "unix://" + rootless},
+			wantStatus:   []Status{StatusAnswered, StatusAnswered},
+		},
+		{
+			name:       "AnExplicitRuntimeThatIsNotPresent",
+			opts:       Options{Runtime: "docker"},
+			w:          world{sockets: []string{rootful}, answers: []string{"unix://" + rootful}},
+			wantStatus: []Status{StatusAbsent, StatusAbsent},
+			wantErr:    []string{"docker (asked for by --runtime) is not present", "Docker socket absent"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := tt.w
+			if w.env == nil {
+				w.env = map[string]string{}
+			}
+			w.env["XDG_RUNTIME_DIR"] = "/run/user/1000"
+			s, err := DetectAll(context.Background(), w.options(tt.opts))
+			require.NotNil(t, s)
+			var statuses []Status
+			for _, p := range s.Probes {
+				statuses = append(statuses, p.Status)
+			}
+			assert.Equal(t, tt.wantStatus, statuses)
+			assert.Equal(t, tt.wantPinged, w.calls.Pinged(true))
+			var answered []string
+			for _, c := range s.Answered {
+				assert.Equal(t, StatusAnswered, c.Status)
+				assert.Equal(t, c.Endpoint, c.RT.Endpoint(), "each probe comes with its own runtime")
+				answered = append(answered, c.Endpoint)
+			}
+			assert.Equal(t, tt.wantAnswered, answered)
+			if tt.wantErr == nil {
+				require.NoError(t, err)
+				assert.Empty(t, s.Unanswered())
+			} else {
+				require.ErrorIs(t, err, runtime.ErrUnavailable)
+				assert.NotContains(t, err.Error(), "\n")
+				for _, want := range tt.wantErr {
+					assert.Contains(t, err.Error(), want)
+				}
+				for _, p := range s.Unanswered() {
+					assert.Contains(t, err.Error(), p.Candidate.String(), "every unanswered candidate is named")
+				}
+			}
+			assert.Equal(t, len(w.calls.Pinged(false))-len(s.Answered), w.calls.Closed(), "a candidate that failed is closed at once")
+			s.Close()
+			assert.Equal(t, len(w.calls.Pinged(false)), w.calls.Closed(), "Close closes the rest")
+		})
+	}
+}
+
+func TestDetectAllRejectsUnknownRuntime(t *testing.T) {
+	w := &world{}
+	s, err := DetectAll(context.Background(), w.options(Options{Runtime: "lxc"}))
+	require.ErrorIs(t, err, ErrUnknownRuntime)
+	assert.Nil(t, s)
+	assert.Empty(t, w.calls.Pinged(false))
 }
