@@ -21,6 +21,10 @@ var (
 	// ErrUnsupported: the backend cannot honour a requested setting (a
 	// limit is never silently dropped).
 	ErrUnsupported = errors.New("unsupported")
+	// ErrInvalid: the request itself breaks a rule of the port (a run spec
+	// without an image, a negative limit, a port out of range; see
+	// RunSpec.Normalize): no backend would accept it, and nothing was made.
+	ErrInvalid = errors.New("invalid spec")
 )
 
 // Error is the error every adapter returns: it names the runtime, the verb

@@ -241,7 +241,7 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 	}{
 		{name: "command not in the image", spec: func(s runtime.RunSpec) runtime.RunSpec { s.Command = []string{"/no/such/binary"}; return s }},
 		{name: "unknown network", wantKind: runtime.ErrNotFound, spec: func(s runtime.RunSpec) runtime.RunSpec { s.Network = "sbx-test-absent-" + randHex(4); return s }},
-		{name: "unknown ulimit", wantKind: runtime.ErrUnsupported, spec: func(s runtime.RunSpec) runtime.RunSpec {
+		{name: "unknown ulimit", wantKind: runtime.ErrInvalid, spec: func(s runtime.RunSpec) runtime.RunSpec {
 			s.Ulimits = []runtime.Ulimit{{Name: "bogus", Soft: 1, Hard: 1}}
 			return s
 		}},

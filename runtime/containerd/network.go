@@ -459,31 +459,3 @@ func portMappings(ports []runtime.PortBinding) []cni.PortMapping {
 	}
 	return out
 }
-
-// normalizePorts validates the run spec's ports and fills in the defaults.
-func normalizePorts(ports []runtime.PortSpec) ([]runtime.PortSpec, error) {
-	out := make([]runtime.PortSpec, 0, len(ports))
-	for _, p := range ports {
-		p.Protocol = strings.ToLower(p.Protocol)
-		if p.Protocol == "" {
-			p.Protocol = "tcp"
-		}
-		if p.Protocol != "tcp" && p.Protocol != "udp" {
-			return nil, fmt.Errorf("port %d: protocol %q is neither tcp nor udp", p.ContainerPort, p.Protocol)
-		}
-		if p.ContainerPort < 1 || p.ContainerPort > 65535 {
-			return nil, fmt.Errorf("container port %d out of range", p.ContainerPort)
-		}
-		if p.HostPort < 0 || p.HostPort > 65535 {
-			return nil, fmt.Errorf("host port %d out of range", p.HostPort)
-		}
-		if p.HostIP == "" {
-			p.HostIP = runtime.DefaultHostIP
-		}
-		if ip := net.ParseIP(p.HostIP); ip == nil || ip.To4() == nil {
-			return nil, fmt.Errorf("host IP %q of port %d is not an IPv4 address", p.HostIP, p.ContainerPort)
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}

@@ -75,8 +75,9 @@ func object(spec runtime.RunSpec) string {
 // create validates the spec and makes the container.
 func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (client.Container, *record, error) {
 	obj := object(spec)
-	if spec.Image == "" {
-		return nil, nil, fail(op, obj, nil, "no image given")
+	spec, err := spec.Normalize()
+	if err != nil {
+		return nil, nil, runtime.NewError(Name, op, obj, nil, err)
 	}
 	id := spec.Name
 	if id == "" {
@@ -86,10 +87,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	if err := identifiers.Validate(id); err != nil {
 		return nil, nil, fail(op, obj, nil, "invalid container name: %v", err)
 	}
-	ports, err := normalizePorts(spec.Ports)
-	if err != nil {
-		return nil, nil, r.wrap(op, obj, err)
-	}
+	ports := spec.Ports
 	if err := checkLimits(spec); err != nil {
 		return nil, nil, r.wrap(op, obj, err)
 	}

@@ -3,7 +3,6 @@ package containerd
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"math"
 	"os"
 	"path"
@@ -43,11 +42,7 @@ func specOpts(id string, img client.Image, cfg ocispec.ImageConfig, spec runtime
 	if len(args) == 0 {
 		return nil, errors.New("no command: neither the run spec nor the image gives an entrypoint or a command")
 	}
-	tmpfs, err := tmpfsMounts(spec.Tmpfs)
-	if err != nil {
-		return nil, err
-	}
-	mounts := append(tmpfs, volumeMounts...)
+	mounts := append(tmpfsMounts(spec.Tmpfs), volumeMounts...)
 	// The default spec has no cgroup mount, so limits would be invisible
 	// inside. This is a cgroup filesystem (runc mounts the container's own
 	// cgroups there), not a bind of a host path.
@@ -82,11 +77,7 @@ func specOpts(id string, img client.Image, cfg ocispec.ImageConfig, spec runtime
 		opts = append(opts, oci.WithPidsLimit(spec.PidsLimit))
 	}
 	for _, u := range spec.Ulimits {
-		rl, err := rlimit(u)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, oci.WithRlimit(rl))
+		opts = append(opts, oci.WithRlimit(rlimit(u)))
 	}
 	// Docker's default seccomp profile (containerd's copy of it), last: it
 	// allows what the spec's capabilities allow.
@@ -131,7 +122,8 @@ func envList(env map[string]string) []string {
 }
 
 // tmpfsMounts turns path -> "opt,opt" into tmpfs mounts, in path order.
-func tmpfsMounts(tmpfs map[string]string) ([]specs.Mount, error) {
+// The paths are absolute (runtime.RunSpec.Normalize).
+func tmpfsMounts(tmpfs map[string]string) []specs.Mount {
 	paths := make([]string, 0, len(tmpfs))
 	for p := range tmpfs {
 		paths = append(paths, p)
@@ -139,9 +131,6 @@ func tmpfsMounts(tmpfs map[string]string) ([]specs.Mount, error) {
 	sort.Strings(paths)
 	out := make([]specs.Mount, 0, len(paths))
 	for _, p := range paths {
-		if !path.IsAbs(p) {
-			return nil, fmt.Errorf("tmpfs path %q is not absolute", p)
-		}
 		opts := append([]string{}, tmpfsDefaults...)
 		for _, o := range strings.Split(tmpfs[p], ",") {
 			if o = strings.TrimSpace(o); o != "" {
@@ -150,7 +139,7 @@ func tmpfsMounts(tmpfs map[string]string) ([]specs.Mount, error) {
 		}
 		out = append(out, specs.Mount{Destination: path.Clean(p), Type: "tmpfs", Source: "tmpfs", Options: opts})
 	}
-	return out, nil
+	return out
 }
 
 // tmpfsPaths are the cleaned tmpfs mount points, in order.
@@ -189,41 +178,20 @@ var rlimits = map[string]string{
 }
 
 // rlimit is one ulimit in OCI terms; -1 is unlimited.
-func rlimit(u runtime.Ulimit) (*specs.POSIXRlimit, error) {
-	typ, ok := rlimits[strings.ToLower(u.Name)]
-	if !ok {
-		return nil, withKind(runtime.ErrUnsupported, "unknown ulimit %q", u.Name)
-	}
-	conv := func(v int64) (uint64, error) {
-		switch {
-		case v == -1:
-			return math.MaxUint64, nil
-		case v < 0:
-			return 0, fmt.Errorf("ulimit %s: negative value %d", u.Name, v)
-		default:
-			return uint64(v), nil
+func rlimit(u runtime.Ulimit) *specs.POSIXRlimit {
+	conv := func(v int64) uint64 {
+		if v < 0 {
+			return math.MaxUint64 // -1: unlimited
 		}
+		return uint64(v)
 	}
-	soft, err := conv(u.Soft)
-	if err != nil {
-		return nil, err
-	}
-	hard, err := conv(u.Hard)
-	if err != nil {
-		return nil, err
-	}
-	if soft > hard {
-		return nil, fmt.Errorf("ulimit %s: soft limit %d above hard limit %d", u.Name, u.Soft, u.Hard)
-	}
-	return &specs.POSIXRlimit{Type: typ, Soft: soft, Hard: hard}, nil
+	return &specs.POSIXRlimit{Type: rlimits[u.Name], Soft: conv(u.Soft), Hard: conv(u.Hard)}
 }
 
-// checkLimits refuses limits that are malformed, and, as ErrUnsupported,
-// limits this host cannot enforce: a limit is never dropped silently.
+// checkLimits refuses, as ErrUnsupported, limits this host cannot enforce
+// (the port has refused malformed ones): a limit is never dropped
+// silently.
 func checkLimits(spec runtime.RunSpec) error {
-	if spec.MemoryBytes < 0 || spec.CPUs < 0 || spec.PidsLimit < 0 {
-		return fmt.Errorf("negative limit (memory %d, cpus %g, pids %d)", spec.MemoryBytes, spec.CPUs, spec.PidsLimit)
-	}
 	if spec.CPUs > 0 && cfsQuota(spec.CPUs) < minCFSQuota {
 		return withKind(runtime.ErrUnsupported, "%g CPUs is below the smallest CFS quota (%g)", spec.CPUs, float64(minCFSQuota)/cfsPeriod)
 	}

@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -128,13 +127,14 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Con
 // it was asked for; it returns the container's ID.
 func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (string, error) {
 	obj := object(spec, "")
-	if err := r.negotiate(ctx, op, obj); err != nil {
-		return "", err
-	}
-	cfg, hostCfg, netCfg, err := containerConfig(spec)
+	spec, err := spec.Normalize()
 	if err != nil {
 		return "", runtime.NewError(Name, op, obj, nil, err)
 	}
+	if err := r.negotiate(ctx, op, obj); err != nil {
+		return "", err
+	}
+	cfg, hostCfg, netCfg := containerConfig(spec)
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, netCfg, nil, spec.Name)
 	if err != nil {
 		if isMissingImage(err) {
@@ -178,15 +178,10 @@ func object(spec runtime.RunSpec, id string) string {
 	return id
 }
 
-// containerConfig maps a RunSpec onto the Engine API's create request. It
-// never sets privileges, binds or mounts beyond spec.Tmpfs.
-func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig, error) {
-	if spec.Image == "" {
-		return nil, nil, nil, errors.New("no image given")
-	}
-	if spec.MemoryBytes < 0 || spec.CPUs < 0 || spec.PidsLimit < 0 {
-		return nil, nil, nil, fmt.Errorf("negative limit (memory %d, cpus %g, pids %d)", spec.MemoryBytes, spec.CPUs, spec.PidsLimit)
-	}
+// containerConfig maps a normalised RunSpec (runtime.RunSpec.Normalize)
+// onto the Engine API's create request. It never sets privileges, binds or
+// mounts beyond spec.Tmpfs.
+func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
 	cfg := &container.Config{
 		Image:      spec.Image,
 		Env:        envList(spec.Env),
@@ -206,9 +201,6 @@ func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostCo
 		hostCfg.PidsLimit = &spec.PidsLimit
 	}
 	for _, u := range spec.Ulimits {
-		if u.Name == "" {
-			return nil, nil, nil, errors.New("ulimit without a name")
-		}
 		hostCfg.Ulimits = append(hostCfg.Ulimits, &units.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
 	}
 	var netCfg *network.NetworkingConfig
@@ -223,40 +215,15 @@ func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostCo
 		hostCfg.PortBindings = nat.PortMap{}
 	}
 	for _, p := range spec.Ports {
-		port, err := natPort(p)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		hostIP := p.HostIP
-		if hostIP == "" {
-			hostIP = runtime.DefaultHostIP
-		}
+		port := nat.Port(strconv.Itoa(p.ContainerPort) + "/" + p.Protocol)
 		hostPort := ""
 		if p.HostPort != 0 {
 			hostPort = strconv.Itoa(p.HostPort)
 		}
 		cfg.ExposedPorts[port] = struct{}{}
-		hostCfg.PortBindings[port] = append(hostCfg.PortBindings[port], nat.PortBinding{HostIP: hostIP, HostPort: hostPort})
+		hostCfg.PortBindings[port] = append(hostCfg.PortBindings[port], nat.PortBinding{HostIP: p.HostIP, HostPort: hostPort})
 	}
-	return cfg, hostCfg, netCfg, nil
-}
-
-// natPort validates a PortSpec's container side: "5432/tcp".
-func natPort(p runtime.PortSpec) (nat.Port, error) {
-	proto := strings.ToLower(p.Protocol)
-	if proto == "" {
-		proto = "tcp"
-	}
-	if proto != "tcp" && proto != "udp" {
-		return "", fmt.Errorf("port %d: protocol %q is neither tcp nor udp", p.ContainerPort, p.Protocol)
-	}
-	if p.ContainerPort < 1 || p.ContainerPort > 65535 {
-		return "", fmt.Errorf("container port %d out of range", p.ContainerPort)
-	}
-	if p.HostPort < 0 || p.HostPort > 65535 {
-		return "", fmt.Errorf("host port %d out of range", p.HostPort)
-	}
-	return nat.NewPort(proto, strconv.Itoa(p.ContainerPort))
+	return cfg, hostCfg, netCfg
 }
 
 // envList renders env as KEY=value lines in key order, so that the same

@@ -132,13 +132,15 @@ func TestContainerConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, host, net, err := containerConfig(tc.spec)
+			// What create does: the port's rules first, then the mapping.
+			spec, err := tc.spec.Normalize()
 			if tc.wantErr != "" {
-				require.Error(t, err)
+				require.ErrorIs(t, err, runtime.ErrInvalid)
 				assert.Contains(t, err.Error(), tc.wantErr)
 				return
 			}
 			require.NoError(t, err)
+			cfg, host, net := containerConfig(spec)
 			tc.check(t, cfg, host, net)
 		})
 	}

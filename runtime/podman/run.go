@@ -133,6 +133,10 @@ type createResponse struct {
 // limit it was asked for; it returns the container's ID.
 func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (*bindings.Connection, *service, string, error) {
 	obj := object(spec, "")
+	spec, err := spec.Normalize()
+	if err != nil {
+		return nil, nil, "", runtime.NewError(Name, op, obj, nil, err)
+	}
 	conn, svc, err := r.connect(ctx, op, obj)
 	if err != nil {
 		return nil, nil, "", err
@@ -140,10 +144,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	if err := r.checkEnforceable(ctx, svc, spec); err != nil {
 		return nil, nil, "", runtime.NewError(Name, op, obj, runtime.ErrUnsupported, err)
 	}
-	sg, clamped, err := specFor(spec, svc.rlimits, r.opts.lifetime)
-	if err != nil {
-		return nil, nil, "", runtime.NewError(Name, op, obj, nil, err)
-	}
+	sg, clamped := specFor(spec, svc.rlimits, r.opts.lifetime)
 	for _, c := range clamped {
 		r.opts.log.WarnContext(ctx, "podman: rlimit clamped to the service's hard limit", "container", obj, "rlimit", c)
 	}
@@ -283,12 +284,6 @@ type portMapping struct {
 	Protocol      string `json:"protocol"`
 }
 
-// rlimitNames are the rlimits Podman accepts, by their short names.
-var rlimitNames = []string{
-	"as", "core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice",
-	"nofile", "nproc", "rss", "rtprio", "rttime", "sigpending", "stack",
-}
-
 // podmanDefaultRlimit is what rootful Podman sets nofile and nproc to when
 // asked for nothing (libpod's RLimitDefaultValue).
 const podmanDefaultRlimit = 1 << 20
@@ -297,13 +292,7 @@ const podmanDefaultRlimit = 1 << 20
 // binds or mounts beyond spec.Tmpfs. serviceLimits are the service's hard
 // rlimits (nil: unknown); the returned strings describe each rlimit that
 // was lowered to fit them.
-func specFor(spec runtime.RunSpec, serviceLimits map[string]uint64, lifetime time.Duration) (*specGenerator, []string, error) {
-	if spec.Image == "" {
-		return nil, nil, errors.New("no image given")
-	}
-	if spec.MemoryBytes < 0 || spec.CPUs < 0 || spec.PidsLimit < 0 {
-		return nil, nil, fmt.Errorf("negative limit (memory %d, cpus %g, pids %d)", spec.MemoryBytes, spec.CPUs, spec.PidsLimit)
-	}
+func specFor(spec runtime.RunSpec, serviceLimits map[string]uint64, lifetime time.Duration) (*specGenerator, []string) {
 	sg := &specGenerator{
 		Name:       spec.Name,
 		Image:      spec.Image,
@@ -318,9 +307,6 @@ func specFor(spec runtime.RunSpec, serviceLimits map[string]uint64, lifetime tim
 		sg.Entrypoint = []string{""}
 	}
 	for _, path := range slices.Sorted(maps.Keys(spec.Tmpfs)) {
-		if !strings.HasPrefix(path, "/") {
-			return nil, nil, fmt.Errorf("tmpfs path %q is not absolute", path)
-		}
 		m := mountSpec{Destination: path, Type: "tmpfs", Source: "tmpfs"}
 		for _, o := range strings.Split(spec.Tmpfs[path], ",") {
 			if o = strings.TrimSpace(o); o != "" {
@@ -341,49 +327,37 @@ func specFor(spec runtime.RunSpec, serviceLimits map[string]uint64, lifetime tim
 			sg.ResourceLimits.Pids = &pidsLimits{Limit: spec.PidsLimit}
 		}
 	}
-	rl, clamped, err := rlimitsFor(spec.Ulimits, serviceLimits)
-	if err != nil {
-		return nil, nil, err
-	}
+	rl, clamped := rlimitsFor(spec.Ulimits, serviceLimits)
 	sg.Rlimits = rl
 	if spec.Network != "" {
 		sg.Networks = map[string]perNetworkOptions{spec.Network: {}}
 	}
 	for _, p := range spec.Ports {
-		pm, err := portMappingFor(p)
-		if err != nil {
-			return nil, nil, err
-		}
-		sg.PortMappings = append(sg.PortMappings, pm)
+		sg.PortMappings = append(sg.PortMappings, portMapping{
+			HostIP:        p.HostIP,
+			ContainerPort: uint16(p.ContainerPort),
+			HostPort:      uint16(p.HostPort),
+			Range:         1,
+			Protocol:      p.Protocol,
+		})
 	}
-	return sg, clamped, nil
+	return sg, clamped
 }
 
-// rlimitsFor validates the spec's rlimits and fits them to the service's
-// hard limits: a service without CAP_SYS_RESOURCE cannot raise a limit
-// past its own, and the start would fail ("error setting rlimit type 7:
-// operation not permitted"). nofile and nproc are always set, since
+// rlimitsFor fits the spec's rlimits (normalised by the port) to the
+// service's hard limits: a service without CAP_SYS_RESOURCE cannot raise a
+// limit past its own, and the start would fail ("error setting rlimit type
+// 7: operation not permitted"). nofile and nproc are always set, since
 // Podman's own default for them (1048576) is past many services' limits.
-func rlimitsFor(ulimits []runtime.Ulimit, serviceLimits map[string]uint64) ([]rlimitSpec, []string, error) {
+// The strings describe each rlimit that was lowered.
+func rlimitsFor(ulimits []runtime.Ulimit, serviceLimits map[string]uint64) ([]rlimitSpec, []string) {
 	var out []rlimitSpec
 	var clamped []string
 	seen := map[string]bool{}
 	for _, u := range ulimits {
-		name := strings.ToLower(strings.TrimPrefix(strings.ToUpper(u.Name), "RLIMIT_"))
-		if !slices.Contains(rlimitNames, name) {
-			return nil, nil, fmt.Errorf("unknown ulimit %q", u.Name)
-		}
-		if seen[name] {
-			return nil, nil, fmt.Errorf("ulimit %q given twice", name)
-		}
+		name := u.Name
 		seen[name] = true
-		if u.Soft < -1 || u.Hard < -1 {
-			return nil, nil, fmt.Errorf("ulimit %s: negative limit %d:%d", name, u.Soft, u.Hard)
-		}
 		soft, hard := rlimitValue(u.Soft), rlimitValue(u.Hard)
-		if soft > hard {
-			return nil, nil, fmt.Errorf("ulimit %s: soft limit %d above hard limit %d", name, u.Soft, u.Hard)
-		}
 		if limit, ok := serviceLimits[name]; ok && hard > limit {
 			clamped = append(clamped, fmt.Sprintf("%s %d:%d to %d:%d", name, u.Soft, u.Hard, min(soft, limit), limit))
 			hard = limit
@@ -399,7 +373,7 @@ func rlimitsFor(ulimits []runtime.Ulimit, serviceLimits map[string]uint64) ([]rl
 		v := min(limit, podmanDefaultRlimit)
 		out = append(out, rlimitSpec{Type: name, Soft: v, Hard: v})
 	}
-	return out, clamped, nil
+	return out, clamped
 }
 
 // rlimitValue maps -1 (unlimited, as Docker spells it) to RLIM_INFINITY.
@@ -408,35 +382,6 @@ func rlimitValue(v int64) uint64 {
 		return math.MaxUint64
 	}
 	return uint64(v)
-}
-
-// portMappingFor validates a PortSpec and applies its defaults: tcp, host
-// IP 127.0.0.1, an ephemeral host port.
-func portMappingFor(p runtime.PortSpec) (portMapping, error) {
-	proto := strings.ToLower(p.Protocol)
-	if proto == "" {
-		proto = "tcp"
-	}
-	if proto != "tcp" && proto != "udp" {
-		return portMapping{}, fmt.Errorf("port %d: protocol %q is neither tcp nor udp", p.ContainerPort, p.Protocol)
-	}
-	if p.ContainerPort < 1 || p.ContainerPort > 65535 {
-		return portMapping{}, fmt.Errorf("container port %d out of range", p.ContainerPort)
-	}
-	if p.HostPort < 0 || p.HostPort > 65535 {
-		return portMapping{}, fmt.Errorf("host port %d out of range", p.HostPort)
-	}
-	hostIP := p.HostIP
-	if hostIP == "" {
-		hostIP = runtime.DefaultHostIP
-	}
-	return portMapping{
-		HostIP:        hostIP,
-		ContainerPort: uint16(p.ContainerPort),
-		HostPort:      uint16(p.HostPort),
-		Range:         1,
-		Protocol:      proto,
-	}, nil
 }
 
 // checkLimits compares the limits asked for with those the service stored.

@@ -155,13 +155,15 @@ func TestSpecFor(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sg, clamped, err := specFor(tc.spec, tc.limits, tc.lifetime)
+			// What create does: the port's rules first, then the mapping.
+			spec, err := tc.spec.Normalize()
 			if tc.wantErr != "" {
-				require.Error(t, err)
+				require.ErrorIs(t, err, runtime.ErrInvalid)
 				assert.Contains(t, err.Error(), tc.wantErr)
 				return
 			}
 			require.NoError(t, err)
+			sg, clamped := specFor(spec, tc.limits, tc.lifetime)
 			tc.check(t, sg, clamped)
 		})
 	}
@@ -169,13 +171,14 @@ func TestSpecFor(t *testing.T) {
 
 // TestSpecGeneratorJSON pins the wire names libpod reads.
 func TestSpecGeneratorJSON(t *testing.T) {
-	sg, _, err := specFor(runtime.RunSpec{
+	spec, err := runtime.RunSpec{
 		Name: "c1", Image: "i", Network: "n", MemoryBytes: 1 << 20, CPUs: 1, PidsLimit: 5,
 		Tmpfs:   map[string]string{"/t": "size=1m"},
 		Ulimits: []runtime.Ulimit{{Name: "nofile", Soft: 10, Hard: 20}},
 		Ports:   []runtime.PortSpec{{ContainerPort: 80}},
-	}, nil, 3*time.Second)
+	}.Normalize()
 	require.NoError(t, err)
+	sg, _ := specFor(spec, nil, 3*time.Second)
 	b, err := json.Marshal(sg)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{
@@ -257,13 +260,14 @@ func TestRlimitsFor(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, clamped, err := rlimitsFor(tc.ulimits, tc.limits)
+			spec, err := runtime.RunSpec{Image: "i", Ulimits: tc.ulimits}.Normalize()
 			if tc.wantErr != "" {
-				require.Error(t, err)
+				require.ErrorIs(t, err, runtime.ErrInvalid)
 				assert.Contains(t, err.Error(), tc.wantErr)
 				return
 			}
 			require.NoError(t, err)
+			got, clamped := rlimitsFor(spec.Ulimits, tc.limits)
 			assert.Equal(t, tc.want, got)
 			assert.Len(t, clamped, tc.wantClamped, "clamped: %q", clamped)
 		})
