@@ -71,6 +71,7 @@ var semantics = []semantic{
 	{"PullMissingIsImageNotFound", testPullMissingIsImageNotFound},
 	{"RunAbsentImageIsImageNotFound", testRunAbsentImageIsImageNotFound},
 	{"RunHonoursNameEnvCommandLabels", testRunHonoursNameEnvCommandLabels},
+	{"InvalidSpecIsRejectedAlike", testInvalidSpecIsRejectedAlike},
 	{"TmpfsIsTmpfsAndNotOnHostDisk", testTmpfsIsTmpfsAndNotOnHostDisk},
 	{"MemoryCPUPidsLimitsInCgroup", testMemoryCPUPidsLimitsInCgroup},
 	{"RunHonoursUlimits", testRunHonoursUlimits},

@@ -28,6 +28,8 @@
 //   - RunHonoursNameEnvCommandLabels: name, env, entrypoint/command and
 //     labels (exact round trip) are what the container gets and what
 //     inspect and list report.
+//   - InvalidSpecIsRejectedAlike: every input rule of the port gives
+//     ErrInvalid on run and create, leaving nothing; defaults are filled.
 //   - TmpfsIsTmpfsAndNotOnHostDisk: tmpfs paths are tmpfs inside, with
 //     their options, and a file written there appears nowhere under the
 //     backend's host data directories.

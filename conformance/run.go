@@ -164,3 +164,58 @@ func parseLimits(t testing.TB, text string) map[string][2]int64 {
 	}
 	return out
 }
+
+// testInvalidSpecIsRejectedAlike: every rule of the port's input
+// (runtime.RunSpec.Normalize) gives ErrInvalid on Run and on Create, on
+// every backend alike, and nothing is left behind; a spec that only needs
+// the port's defaults (protocol in upper case, no host IP) runs.
+func testInvalidSpecIsRejectedAlike(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	cases := []struct {
+		name   string
+		modify func(*runtime.RunSpec)
+	}{
+		{"NoImage", func(r *runtime.RunSpec) { r.Image = "" }},
+		{"NegativeMemory", func(r *runtime.RunSpec) { r.MemoryBytes = -1 }},
+		{"NegativeCPUs", func(r *runtime.RunSpec) { r.CPUs = -1 }},
+		{"NegativePids", func(r *runtime.RunSpec) { r.PidsLimit = -1 }},
+		{"RelativeTmpfs", func(r *runtime.RunSpec) { r.Tmpfs = map[string]string{"data": ""} }},
+		{"UnnamedUlimit", func(r *runtime.RunSpec) { r.Ulimits = []runtime.Ulimit{{Soft: 1, Hard: 1}} }},
+		{"UnknownUlimit", func(r *runtime.RunSpec) { r.Ulimits = []runtime.Ulimit{{Name: "files", Soft: 1, Hard: 1}} }},
+		{"UlimitTwice", func(r *runtime.RunSpec) {
+			r.Ulimits = []runtime.Ulimit{{Name: "nofile", Soft: 1, Hard: 1}, {Name: "RLIMIT_NOFILE", Soft: 1, Hard: 1}}
+		}},
+		{"UlimitSoftAboveHard", func(r *runtime.RunSpec) { r.Ulimits = []runtime.Ulimit{{Name: "nofile", Soft: 2, Hard: 1}} }},
+		{"ContainerPortZero", func(r *runtime.RunSpec) { r.Ports = []runtime.PortSpec{{}} }},
+		{"HostPortOutOfRange", func(r *runtime.RunSpec) { r.Ports = []runtime.PortSpec{{ContainerPort: 80, HostPort: 65536}} }},
+		{"Protocol", func(r *runtime.RunSpec) { r.Ports = []runtime.PortSpec{{ContainerPort: 80, Protocol: "sctp"}} }},
+		{"IPv6HostIP", func(r *runtime.RunSpec) { r.Ports = []runtime.PortSpec{{ContainerPort: 80, HostIP: "::1"}} }},
+	}
+	creator, canCreate := s.rt.(runtime.Creator)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := s.spec(t)
+			tc.modify(&spec)
+			s.track(t, spec.Name)
+			_, err := s.rt.Run(ctx, spec)
+			require.ErrorIs(t, err, runtime.ErrInvalid, "run")
+			assert.Contains(t, err.Error(), s.rt.Name(), "the error names the runtime")
+			if canCreate {
+				_, err = creator.Create(ctx, spec)
+				require.ErrorIs(t, err, runtime.ErrInvalid, "create")
+			}
+			_, err = s.rt.Inspect(ctx, spec.Name)
+			assert.ErrorIs(t, err, runtime.ErrNotFound, "nothing was made")
+		})
+	}
+	t.Run("DefaultsOnly", func(t *testing.T) {
+		spec := s.spec(t)
+		spec.Ports = []runtime.PortSpec{{ContainerPort: 8080, Protocol: "TCP"}}
+		c := s.run(t, ctx, spec)
+		got, err := s.rt.Inspect(ctx, c.ID)
+		require.NoError(t, err)
+		require.Len(t, got.Ports, 1)
+		assert.Equal(t, runtime.PortBinding{ContainerPort: 8080, Protocol: "tcp", HostIP: runtime.DefaultHostIP, HostPort: got.Ports[0].HostPort}, got.Ports[0])
+		assert.NotZero(t, got.Ports[0].HostPort, "an ephemeral host port")
+	})
+}
