@@ -107,10 +107,16 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 
 	kctx, cancel := context.WithTimeout(base, timeout)
 	outcome, same, killErr := check(kctx)
+	if killErr != nil {
+		killErr = fmt.Errorf("identity check before kill: %w", killErr)
+	}
 	if same {
 		killErr = rt.Kill(kctx, ref)
 		if errors.Is(killErr, ErrNotFound) {
 			killErr = nil
+		}
+		if killErr != nil {
+			killErr = fmt.Errorf("kill: %w", killErr)
 		}
 	}
 	cancel()
@@ -128,7 +134,7 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 	}
 	if err != nil {
 		if killErr != nil {
-			return outcome, fmt.Errorf("destroy %s: %s: %w (after kill: %w)", name, step, err, killErr)
+			return outcome, fmt.Errorf("destroy %s: %s: %w (after %w)", name, step, err, killErr)
 		}
 		return outcome, fmt.Errorf("destroy %s: %s: %w", name, step, err)
 	}
