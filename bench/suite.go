@@ -17,6 +17,7 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -600,9 +601,9 @@ func (s *Suite) fakeSweeps(ctx context.Context) {
 				Image: "postgres:16-alpine",
 				State: runtime.StateRunning,
 				Labels: map[string]string{
-					janitor.SandboxLabel(prefix): "1",
-					janitor.OwnerLabel(prefix):   owner,
-					janitor.EngineLabel(prefix):  "postgres",
+					labels.For(prefix).Sandbox: "1",
+					labels.For(prefix).Owner:   owner,
+					labels.For(prefix).Engine:  "postgres",
 				},
 				Created: now.Add(-time.Hour),
 			})
@@ -618,7 +619,7 @@ func (s *Suite) fakeSweeps(ctx context.Context) {
 			f := seed(live)
 			if !live {
 				start := time.Now()
-				cs, err := f.List(ctx, map[string]string{janitor.SandboxLabel(prefix): "1"})
+				cs, err := f.List(ctx, labels.For(prefix).Sandboxes())
 				d := time.Since(start)
 				if err == nil && len(cs) == s.FakeSweep {
 					s.sample(FigFakeList, ms(d))
@@ -652,16 +653,16 @@ func (s *Suite) fakeSweeps(ctx context.Context) {
 func (s *Suite) realSweeps(ctx context.Context, r int) {
 	prefix := s.prefix + "sw"
 	owner := fmt.Sprintf("%s-agent-%d", prefix, r)
-	labels := map[string]string{
-		janitor.SandboxLabel(prefix): "1",
-		janitor.OwnerLabel(prefix):   owner,
-		janitor.EngineLabel(prefix):  "redis",
-		s.prefix + ".bench":          "1",
+	lbls := map[string]string{
+		labels.For(prefix).Sandbox: "1",
+		labels.For(prefix).Owner:   owner,
+		labels.For(prefix).Engine:  "redis",
+		s.prefix + ".bench":        "1",
 	}
 	j := janitor.New(s.RT, janitor.Options{Prefix: prefix, Grace: time.Millisecond})
 	dry := janitor.New(s.RT, janitor.Options{Prefix: prefix, Grace: time.Millisecond, DryRun: true})
 
-	if err := s.seedSandboxes(ctx, r, "a", labels); err != nil {
+	if err := s.seedSandboxes(ctx, r, "a", lbls); err != nil {
 		s.fail(FigRealKept, err)
 		return
 	}
@@ -689,7 +690,7 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 		}
 		s.sample(FigRealKept, ms(d))
 		start = time.Now()
-		n, err := s.Floor.List(ctx, map[string]string{janitor.SandboxLabel(prefix): "1"})
+		n, err := s.Floor.List(ctx, labels.For(prefix).Sandboxes())
 		d = time.Since(start)
 		if err != nil || n != s.RealSweep {
 			s.fail(FigRawList, fmt.Errorf("list: %d, %v", n, err))
@@ -708,11 +709,11 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 		s.sample(FigRealGone, ms(d))
 	}
 
-	if err := s.seedSandboxes(ctx, r, "b", labels); err != nil {
+	if err := s.seedSandboxes(ctx, r, "b", lbls); err != nil {
 		s.fail(FigRawRemove50, err)
 		return
 	}
-	cs, err := s.RT.List(ctx, map[string]string{janitor.SandboxLabel(prefix): "1"})
+	cs, err := s.RT.List(ctx, labels.For(prefix).Sandboxes())
 	if err != nil || len(cs) != s.RealSweep {
 		s.fail(FigRawRemove50, fmt.Errorf("list: %d, %v", len(cs), err))
 		return

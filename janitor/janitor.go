@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -38,8 +39,8 @@ var (
 
 // Options configure a Janitor. The zero value is usable.
 type Options struct {
-	// Prefix is the label prefix (default DefaultPrefix), the same as the
-	// provisioner's.
+	// Prefix is the label prefix (default labels.DefaultPrefix), the same
+	// as the provisioner's.
 	Prefix string
 	// Grace is the age, from the runtime's creation time, under which a
 	// sandbox is never removed (default DefaultGrace).
@@ -73,13 +74,14 @@ type Options struct {
 type Janitor struct {
 	rt   runtime.ContainerRuntime
 	opts Options
+	keys labels.Keys
 	proc Liveness
 }
 
 // New returns a Janitor for rt, with opts' zero fields set to defaults.
 func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
+		opts.Prefix = labels.DefaultPrefix
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
@@ -96,7 +98,7 @@ func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = runtime.DefaultCallTimeout
 	}
-	return &Janitor{rt: rt, opts: opts, proc: ProcessLiveness()}
+	return &Janitor{rt: rt, opts: opts, keys: labels.For(opts.Prefix), proc: ProcessLiveness()}
 }
 
 // Sweep makes one pass: one runtime.Snapshot (every "<prefix>.sandbox=1"
@@ -116,7 +118,7 @@ func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	rep := Report{DryRun: j.opts.DryRun}
 	sctx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
-	snap, err := j.rt.Snapshot(sctx, map[string]string{SandboxLabel(j.opts.Prefix): "1"})
+	snap, err := j.rt.Snapshot(sctx, j.keys.Sandboxes())
 	cancel()
 	if err != nil {
 		return rep, fmt.Errorf("janitor: list sandboxes: %w", err)
@@ -211,11 +213,10 @@ func (j *Janitor) alive(ctx context.Context, owners []Owner, snap runtime.Snapsh
 // sandbox reads a listed container's labels. The error (ErrNoOwner,
 // ErrMalformedOwner) says why the owner cannot be judged.
 func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
-	p := j.opts.Prefix
 	sb := Sandbox{
 		ID:      c.ID,
 		Name:    c.Name,
-		Engine:  c.Labels[EngineLabel(p)],
+		Engine:  c.Labels[j.keys.Engine],
 		State:   c.State,
 		Created: c.Created,
 		Age:     now.Sub(latestCreation(c.Created)),
@@ -223,13 +224,13 @@ func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 	if sb.Name == "" {
 		sb.Name = c.ID
 	}
-	proc, hasProc, err := processFromLabels(p, c.Labels)
+	proc, hasProc, err := processFromLabels(j.keys, c.Labels)
 	if err != nil {
 		return sb, fmt.Errorf("%w: %w", ErrMalformedOwner, err)
 	}
-	sb.Owner = Owner{Name: c.Labels[OwnerLabel(p)], Process: proc}
+	sb.Owner = Owner{Name: c.Labels[j.keys.Owner], Process: proc}
 	if sb.Owner.Name == "" && !hasProc {
-		return sb, fmt.Errorf("%w %q", ErrNoOwner, OwnerLabel(p))
+		return sb, fmt.Errorf("%w %q", ErrNoOwner, j.keys.Owner)
 	}
 	return sb, nil
 }

@@ -20,10 +20,14 @@ import (
 
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
 
-const prefix = "roboco"
+const prefix = labels.DefaultPrefix
+
+// keys are the label keys of prefix.
+var keys = labels.For(prefix)
 
 // clock is a settable clock shared by the fake (creation times) and the
 // janitor (ages).
@@ -103,19 +107,19 @@ func newWorld(t testing.TB) *world {
 // sandbox seeds a sandbox container created age ago. extra labels are
 // merged over the defaults; an extra label with value "-" is deleted.
 func (w *world) sandbox(name, owner string, age time.Duration, extra map[string]string) runtime.Container {
-	labels := map[string]string{
-		janitor.SandboxLabel(prefix): "1",
-		janitor.OwnerLabel(prefix):   owner,
-		janitor.EngineLabel(prefix):  "postgres",
+	lbls := map[string]string{
+		keys.Sandbox: "1",
+		keys.Owner:   owner,
+		keys.Engine:  "postgres",
 	}
 	for k, v := range extra {
 		if v == "-" {
-			delete(labels, k)
+			delete(lbls, k)
 		} else {
-			labels[k] = v
+			lbls[k] = v
 		}
 	}
-	return w.fake.Seed(runtime.Container{Name: name, Image: "postgres:16-alpine", Labels: labels, Created: w.clock.Now().Add(-age)})
+	return w.fake.Seed(runtime.Container{Name: name, Image: "postgres:16-alpine", Labels: lbls, Created: w.clock.Now().Add(-age)})
 }
 
 // agent seeds an owner container.
@@ -287,8 +291,8 @@ func TestSweep(t *testing.T) {
 		{
 			name: "MissingOwnerLabelIsKeptAndReported",
 			seed: func(t *testing.T, w *world) {
-				w.sandbox("roboco-sandbox-pg-1", "", old, map[string]string{janitor.OwnerLabel(prefix): "-"})
-				w.sandbox("roboco-sandbox-pg-2", "", 10*time.Second, map[string]string{janitor.OwnerLabel(prefix): "-"})
+				w.sandbox("roboco-sandbox-pg-1", "", old, map[string]string{keys.Owner: "-"})
+				w.sandbox("roboco-sandbox-pg-2", "", 10*time.Second, map[string]string{keys.Owner: "-"})
 			},
 			wantSkipped:  []string{"roboco-sandbox-pg-2"},
 			wantReported: []string{"roboco-sandbox-pg-1"},
@@ -319,7 +323,7 @@ func TestSweep(t *testing.T) {
 			name: "OtherPrefixUntouched",
 			seed: func(t *testing.T, w *world) {
 				w.fake.Seed(runtime.Container{Name: "other-sandbox-pg-1", Created: w.clock.Now().Add(-time.Hour), Labels: map[string]string{
-					janitor.SandboxLabel("other"): "1", janitor.OwnerLabel("other"): "other-agent-1",
+					labels.For("other").Sandbox: "1", labels.For("other").Owner: "other-agent-1",
 				}})
 			},
 			wantLeft: []string{"other-sandbox-pg-1"},
@@ -368,7 +372,7 @@ func TestSweep(t *testing.T) {
 			// "never on a guess" keeps it.
 			name: "MalformedProcessOwnerIsKeptAndReported",
 			seed: func(t *testing.T, w *world) {
-				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, map[string]string{prefix + ".sandbox.owner.pid": "x"})
+				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, map[string]string{keys.OwnerPID: "x"})
 			},
 			wantReported: []string{"roboco-sandbox-pg-run"},
 			wantReason:   janitor.ErrMalformedOwner,
@@ -459,7 +463,7 @@ func TestSweepTruncatedCreationTime(t *testing.T) {
 	grace := 2 * time.Second
 	created := w.clock.Now() // really created at 03:04:05.250
 	w.fake.Seed(runtime.Container{Name: "roboco-sandbox-pg-1", Created: created.Truncate(time.Second), Labels: map[string]string{
-		janitor.SandboxLabel(prefix): "1", janitor.OwnerLabel(prefix): "roboco-agent-1",
+		keys.Sandbox: "1", keys.Owner: "roboco-agent-1",
 	}})
 	j := w.janitor(janitor.Options{Grace: grace})
 
@@ -638,7 +642,7 @@ func TestSweepDryRunRemovesNothing(t *testing.T) {
 // no List, and no per-sandbox or per-owner lookup. Inspect is made only by
 // removals: an identity check before the kill and one before the remove.
 func TestSweepRoundTrips(t *testing.T) {
-	sandboxSel := map[string]string{janitor.SandboxLabel(prefix): "1"}
+	sandboxSel := map[string]string{keys.Sandbox: "1"}
 	self, selfErr := janitor.CurrentProcess()
 	tests := []struct {
 		name string

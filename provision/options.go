@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// Defaults.
+// Defaults. The default label prefix is labels.DefaultPrefix.
 const (
-	DefaultLabelPrefix   = "roboco"
 	DefaultEnvPrefix     = "ROBOCO_TEST"
 	DefaultOwnerTemplate = "{prefix}-agent-{id}"
 	DefaultMemoryBytes   = 512 << 20
@@ -32,7 +32,8 @@ const (
 const ImageEnvPrefix = "SANDBOXER_IMAGE_"
 
 // Options configure a Provisioner. The zero value is the default: host mode,
-// 512 MiB and 1 CPU per sandbox, prefix roboco, env prefix ROBOCO_TEST.
+// 512 MiB and 1 CPU per sandbox, label prefix labels.DefaultPrefix, env
+// prefix ROBOCO_TEST.
 type Options struct {
 	// Registry is the set of engines (default engines.Default).
 	Registry *engines.Registry
@@ -57,7 +58,7 @@ type Options struct {
 	Getenv func(string) string
 
 	// LabelPrefix prefixes container names and label keys (default
-	// "roboco": roboco-sandbox-pg-42, roboco.sandbox.owner).
+	// labels.DefaultPrefix: roboco-sandbox-pg-42, roboco.sandbox.owner).
 	LabelPrefix string
 	// EnvPrefix prefixes the emitted env (default "ROBOCO_TEST").
 	EnvPrefix string
@@ -94,10 +95,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-var (
-	labelPrefixRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,30}[a-z0-9])?$`)
-	envPrefixRE   = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,40}$`)
-)
+var envPrefixRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,40}$`)
 
 // withDefaults fills zero fields and checks the rest.
 func (o Options) withDefaults() (Options, error) {
@@ -114,7 +112,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Getenv = os.Getenv
 	}
 	if o.LabelPrefix == "" {
-		o.LabelPrefix = DefaultLabelPrefix
+		o.LabelPrefix = labels.DefaultPrefix
 	}
 	if o.EnvPrefix == "" {
 		o.EnvPrefix = DefaultEnvPrefix
@@ -134,6 +132,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.CallTimeout == 0 {
 		o.CallTimeout = runtime.DefaultCallTimeout
 	}
+	if err := labels.ValidatePrefix(o.LabelPrefix); err != nil {
+		return o, &ValidationError{Field: "label prefix", Value: o.LabelPrefix, Reason: labels.PrefixRule, Err: err}
+	}
 	switch {
 	case o.MemoryBytes < 0:
 		return o, invalid("memory", fmt.Sprint(o.MemoryBytes), "must be positive")
@@ -145,8 +146,6 @@ func (o Options) withDefaults() (Options, error) {
 		return o, invalid("call timeout", o.CallTimeout.String(), "must be positive")
 	case o.ReadyTimeout < 0:
 		return o, invalid("ready timeout", o.ReadyTimeout.String(), "must be positive")
-	case !labelPrefixRE.MatchString(o.LabelPrefix):
-		return o, invalid("label prefix", o.LabelPrefix, "must be 1..32 lower-case letters, digits, '.' or '-'")
 	case !envPrefixRE.MatchString(o.EnvPrefix):
 		return o, invalid("env prefix", o.EnvPrefix, "must be upper-case letters, digits and '_', starting with a letter")
 	case !strings.Contains(o.OwnerTemplate, "{id}"):
@@ -157,9 +156,9 @@ func (o Options) withDefaults() (Options, error) {
 			return o, invalid("image override", name, "unknown service; valid services: "+strings.Join(o.Registry.Names(), ", "))
 		}
 	}
-	keys := LabelKeys(o.LabelPrefix)
+	keys := labels.For(o.LabelPrefix)
 	for k := range o.Labels {
-		if k == keys.Sandbox || k == keys.Owner || k == keys.Engine || k == keys.Call {
+		if keys.Reserved(k) {
 			return o, invalid("label", k, "is set by the provisioner")
 		}
 	}
@@ -186,32 +185,18 @@ func ImageEnvName(engine string) string {
 	return ImageEnvPrefix + strings.ToUpper(strings.ReplaceAll(engine, "-", "_"))
 }
 
-// ownerName renders the owner template for id.
-func (o Options) ownerName(id string) string {
-	return strings.NewReplacer("{prefix}", o.LabelPrefix, "{id}", id).Replace(o.OwnerTemplate)
-}
-
-// Labels are the label keys of one label prefix.
-type Labels struct {
-	// Sandbox ("<prefix>.sandbox", value "1") marks every sandbox.
-	Sandbox string
-	// Owner ("<prefix>.sandbox.owner") holds the owner container's name.
-	Owner string
-	// Engine ("<prefix>.sandbox.engine") holds the engine's name.
-	Engine string
-	// Call ("<prefix>.sandbox.call") identifies the Provision call that
-	// created the sandbox, so that its rollback removes exactly its own.
-	Call string
-}
-
-// LabelKeys returns the label keys for prefix.
-func LabelKeys(prefix string) Labels {
-	return Labels{
-		Sandbox: prefix + ".sandbox",
-		Owner:   prefix + ".sandbox.owner",
-		Engine:  prefix + ".sandbox.engine",
-		Call:    prefix + ".sandbox.call",
+// OwnerName is the owner container's name for owner id under these
+// options: the owner template (default DefaultOwnerTemplate) with the label
+// prefix (default labels.DefaultPrefix) and id filled in.
+func (o Options) OwnerName(id string) string {
+	prefix, template := o.LabelPrefix, o.OwnerTemplate
+	if prefix == "" {
+		prefix = labels.DefaultPrefix
 	}
+	if template == "" {
+		template = DefaultOwnerTemplate
+	}
+	return strings.NewReplacer("{prefix}", prefix, "{id}", id).Replace(template)
 }
 
 // ContainerName is a sandbox's container name: <prefix>-sandbox-<short>-<id>.

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -43,7 +44,7 @@ const (
 type Provisioner struct {
 	rt   runtime.ContainerRuntime
 	opts Options
-	keys Labels
+	keys labels.Keys
 }
 
 // New returns a Provisioner for rt. It checks opts (an invalid option is an
@@ -53,7 +54,7 @@ func New(rt runtime.ContainerRuntime, opts Options) (*Provisioner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provisioner{rt: rt, opts: o, keys: LabelKeys(o.LabelPrefix)}, nil
+	return &Provisioner{rt: rt, opts: o, keys: labels.For(o.LabelPrefix)}, nil
 }
 
 // Images returns the image each registered engine runs with, after
@@ -67,10 +68,10 @@ func (p *Provisioner) Images() map[string]string {
 }
 
 // Labels returns the label keys this provisioner writes.
-func (p *Provisioner) Labels() Labels { return p.keys }
+func (p *Provisioner) Labels() labels.Keys { return p.keys }
 
 // OwnerName returns the owner container name for ownerID.
-func (p *Provisioner) OwnerName(ownerID string) string { return p.opts.ownerName(ownerID) }
+func (p *Provisioner) OwnerName(ownerID string) string { return p.opts.OwnerName(ownerID) }
 
 // call is one Provision's shared state.
 type call struct {
@@ -104,7 +105,7 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 	if err != nil {
 		return Sandbox{}, err
 	}
-	c := &call{id: randomHex(8), ownerID: ownerID, owner: p.opts.ownerName(ownerID)}
+	c := &call{id: randomHex(8), ownerID: ownerID, owner: p.opts.OwnerName(ownerID)}
 	svcs := make([]*service, len(engs))
 	for i, e := range engs {
 		cred, err := engines.NewCredentials()
@@ -122,7 +123,7 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 		c.redact = append(c.redact, cred.Password)
 	}
 
-	existing, err := p.rt.List(ctx, map[string]string{p.keys.Sandbox: "1", p.keys.Owner: c.owner})
+	existing, err := p.rt.List(ctx, p.keys.OwnedBy(c.owner))
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("provision %s: list existing sandboxes: %w", c.owner, err)
 	}
@@ -295,14 +296,14 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 
 func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 	cc := s.engine.Container(s.cred)
-	labels := maps.Clone(p.opts.Labels)
-	if labels == nil {
-		labels = map[string]string{}
+	lbls := maps.Clone(p.opts.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
 	}
-	labels[p.keys.Sandbox] = "1"
-	labels[p.keys.Owner] = c.owner
-	labels[p.keys.Engine] = s.spec.Name
-	labels[p.keys.Call] = c.id
+	lbls[p.keys.Sandbox] = labels.SandboxValue
+	lbls[p.keys.Owner] = c.owner
+	lbls[p.keys.Engine] = s.spec.Name
+	lbls[p.keys.Call] = c.id
 	tmpfs := make(map[string]string, len(s.spec.Tmpfs))
 	for _, path := range s.spec.Tmpfs {
 		tmpfs[path] = ""
@@ -312,7 +313,7 @@ func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 		Image:       s.image,
 		Env:         maps.Clone(cc.Env),
 		Command:     slices.Clone(cc.Command),
-		Labels:      labels,
+		Labels:      lbls,
 		Tmpfs:       tmpfs,
 		MemoryBytes: p.opts.MemoryBytes,
 		CPUs:        p.opts.CPUs,
@@ -523,7 +524,7 @@ func (p *Provisioner) rollback(ctx context.Context, c *call, svcs []*service) er
 		}
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
-	leftovers, err := p.rt.List(lctx, map[string]string{p.keys.Sandbox: "1", p.keys.Call: c.id})
+	leftovers, err := p.rt.List(lctx, map[string]string{p.keys.Sandbox: labels.SandboxValue, p.keys.Call: c.id})
 	cancel()
 	var listErr error
 	if err != nil {

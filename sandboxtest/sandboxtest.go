@@ -34,6 +34,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
@@ -112,7 +113,7 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 
 	prefix := opts.LabelPrefix
 	if prefix == "" {
-		prefix = provision.DefaultLabelPrefix
+		prefix = labels.DefaultPrefix
 	}
 	envPrefix := opts.EnvPrefix
 	if envPrefix == "" {

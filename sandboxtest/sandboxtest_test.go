@@ -19,6 +19,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 	"github.com/roboco/sandboxer/runtime/docker"
@@ -61,7 +62,7 @@ func onDocker(t *testing.T, services ...string) (sandboxtest.Options, runtime.Co
 func removeAll(t *testing.T, rt runtime.ContainerRuntime, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	left, err := rt.List(ctx, map[string]string{prefix + ".sandbox": "1"})
+	left, err := rt.List(ctx, labels.For(prefix).Sandboxes())
 	if err != nil {
 		t.Logf("cleanup: list: %v", err)
 		return
@@ -83,7 +84,7 @@ func listed(t *testing.T, rt runtime.ContainerRuntime, prefix string) []runtime.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got, err := rt.List(ctx, map[string]string{prefix + ".sandbox": "1"})
+	got, err := rt.List(ctx, labels.For(prefix).Sandboxes())
 	require.NoError(t, err)
 	return got
 }
@@ -187,7 +188,7 @@ func TestOwnedByTheTestProcess(t *testing.T) {
 	sb := sandboxtest.StartWith(t, opts, "redis")
 	got := listed(t, rt, opts.LabelPrefix)
 	require.Len(t, got, 1)
-	assert.Equal(t, strconv.Itoa(os.Getpid()), got[0].Labels[janitor.OwnerLabel(opts.LabelPrefix)+".pid"])
+	assert.Equal(t, strconv.Itoa(os.Getpid()), got[0].Labels[labels.For(opts.LabelPrefix).OwnerPID])
 
 	// A sweep with no grace still skips a sandbox created within the last
 	// whole second (creation times may be truncated): sweep until it is

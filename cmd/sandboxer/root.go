@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
@@ -164,7 +165,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.containerdAddress, "containerd-address", "", "containerd socket (default CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
 	f.StringVar(&a.containerdNamespace, "containerd-namespace", "", "containerd namespace (default CONTAINERD_NAMESPACE, else sandboxer)")
 	f.StringArrayVar(&a.images, "image", nil, "ENGINE=REF: run ENGINE from REF (repeatable; env SANDBOXER_IMAGE_<ENGINE>)")
-	f.StringVar(&a.labelPrefix, "label-prefix", provision.DefaultLabelPrefix, "prefix of container names and labels")
+	f.StringVar(&a.labelPrefix, "label-prefix", labels.DefaultPrefix, "prefix of container names and labels")
 	f.StringVar(&a.envPrefix, "env-prefix", provision.DefaultEnvPrefix, "prefix of the emitted env variables")
 	f.StringVar(&a.memory, "memory", "512m", "memory limit per sandbox (bytes, or with a k, m or g suffix)")
 	f.Float64Var(&a.cpus, "cpus", provision.DefaultCPUs, "CPU quota per sandbox, in cores (fractional)")
