@@ -181,9 +181,9 @@ func TestPreClearLeavesANewerSameNamedSandboxAlone(t *testing.T) {
 		var newer runtime.Container
 		m.onInspect(listed.ID, func(ctx context.Context) { newer = e.impostor(ctx, listed) })
 		p, err := provision.New(m, provision.Options{
-			LabelPrefix:   e.prefix,
-			Images:        map[string]string{"redis": testenv.Image(t, e.name, "redis")},
-			PreClearGrace: -1, // always clear a stale one
+			LabelPrefix:     e.prefix,
+			Images:          map[string]string{"redis": testenv.Image(t, e.name, "redis")},
+			NoPreClearGrace: true, // always clear a stale one
 		})
 		require.NoError(t, err)
 		_, err = p.Provision(ctx, "preclear", services)

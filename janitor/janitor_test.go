@@ -821,7 +821,7 @@ func TestSweepOwnerLifetime(t *testing.T) {
 			// A bystander whose owner never existed: proves the sweep
 			// does remove at this grace.
 			w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Second, nil)
-			j := w.janitor(janitor.Options{Grace: time.Nanosecond})
+			j := w.janitor(janitor.Options{NoGrace: true})
 			owned := []string{"roboco-sandbox-pg-1", "roboco-sandbox-redis-1"}
 
 			rep, err := j.Sweep(ctx)
@@ -986,7 +986,85 @@ func TestRunLogsFailures(t *testing.T) {
 
 func TestRunRejectsBadInterval(t *testing.T) {
 	w := newWorld(t)
-	assert.ErrorContains(t, w.janitor(janitor.Options{}).Run(context.Background(), 0), "interval")
+	err := w.janitor(janitor.Options{}).Run(context.Background(), 0)
+	assert.ErrorIs(t, err, janitor.ErrInvalid)
+	assert.ErrorContains(t, err, "interval")
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		opts janitor.Options
+		want string // "" when valid
+	}{
+		{name: "ZeroValue"},
+		{name: "NoGrace", opts: janitor.Options{NoGrace: true}},
+		{name: "Explicit", opts: janitor.Options{Prefix: "sbx", Grace: time.Minute, Concurrency: 2, CallTimeout: time.Second}},
+		{name: "NegativeGrace", opts: janitor.Options{Grace: -time.Second}, want: "grace -1s: must not be negative"},
+		{name: "NoGraceWithAGrace", opts: janitor.Options{NoGrace: true, Grace: time.Minute}, want: "grace 1m0s with NoGrace"},
+		{name: "NegativeConcurrency", opts: janitor.Options{Concurrency: -1}, want: "concurrency -1"},
+		{name: "NegativeCallTimeout", opts: janitor.Options{CallTimeout: -time.Second}, want: "call timeout -1s"},
+		{name: "BadPrefix", opts: janitor.Options{Prefix: "Bad Prefix"}, want: labels.PrefixRule},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.opts.Validate()
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, janitor.ErrInvalid)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+	assert.ErrorIs(t, janitor.Options{Prefix: "Bad"}.Validate(), labels.ErrInvalidPrefix)
+}
+
+// TestInvalidOptionsNeverSweep: a janitor built from invalid options
+// removes nothing; Sweep and Run say why, at once.
+func TestInvalidOptionsNeverSweep(t *testing.T) {
+	w := newWorld(t)
+	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+	j := w.janitor(janitor.Options{Grace: -time.Second})
+
+	rep, err := j.Sweep(context.Background())
+	assert.ErrorIs(t, err, janitor.ErrInvalid)
+	assert.Zero(t, rep.Total())
+	assert.ErrorIs(t, j.Run(context.Background(), time.Second), janitor.ErrInvalid)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, w.names())
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbSnapshot), "the runtime was not asked")
+}
+
+// TestSweepNoGrace: without a grace window an orphan is removed however
+// young, while a zero Grace is the default window; a whole-second creation
+// time still stands for the end of its second.
+func TestSweepNoGrace(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        janitor.Options
+		created     func(now time.Time) time.Time
+		wantRemoved bool
+	}{
+		{name: "ZeroGraceIsTheDefault", opts: janitor.Options{}, created: func(now time.Time) time.Time { return now.Add(-time.Minute) }},
+		{name: "NoGraceRemovesAFreshOrphan", opts: janitor.Options{NoGrace: true}, created: func(now time.Time) time.Time { return now }, wantRemoved: true},
+		{name: "NoGraceKeepsTheLastWholeSecond", opts: janitor.Options{NoGrace: true}, created: func(now time.Time) time.Time { return now.Truncate(time.Second) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.fake.Seed(runtime.Container{Name: "roboco-sandbox-pg-1", Created: tt.created(w.clock.Now()), Labels: map[string]string{
+				keys.Sandbox: "1", keys.Owner: "roboco-agent-1",
+			}})
+			rep, err := w.janitor(tt.opts).Sweep(context.Background())
+			require.NoError(t, err)
+			if tt.wantRemoved {
+				assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed))
+				assert.Empty(t, w.names())
+				return
+			}
+			assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Skipped))
+		})
+	}
 }
 
 // BenchmarkSweep1000 times one sweep over 1000 sandboxes on the fake

@@ -47,13 +47,16 @@ type Provisioner struct {
 	keys labels.Keys
 }
 
-// New returns a Provisioner for rt. It checks opts (an invalid option is an
-// ErrInvalid error) but does not talk to the runtime.
+// New returns a Provisioner for rt. It checks opts (Options.Validate: an
+// invalid option is an ErrInvalid error) but does not talk to the runtime.
 func New(rt runtime.ContainerRuntime, opts Options) (*Provisioner, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	o := opts.withDefaults()
+	// The maps are the caller's: a later change of theirs must not reach
+	// the provisions of this Provisioner.
+	o.Images, o.Labels = maps.Clone(o.Images), maps.Clone(o.Labels)
 	return &Provisioner{rt: rt, opts: o, keys: labels.For(o.LabelPrefix)}, nil
 }
 
@@ -277,6 +280,8 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 		return nil
 	}
 	age := p.opts.Now().Sub(old.Created)
+	// Zero only under NoPreClearGrace: then even a creation time ahead of
+	// this clock (skew) is cleared.
 	if p.opts.PreClearGrace > 0 && age < p.opts.PreClearGrace {
 		return fmt.Errorf("%w: %s exists and is %s old, younger than the %s grace window (another provision may be in flight; tear it down first)",
 			ErrConflict, s.name, age.Round(time.Second), p.opts.PreClearGrace)

@@ -89,14 +89,27 @@ func TestOptionsValidation(t *testing.T) {
 		{"TemplateWithoutID", provision.Options{OwnerTemplate: "agent"}, "{id}"},
 		{"ReservedLabel", provision.Options{Labels: map[string]string{keys.Owner: "x"}}, "set by the provisioner"},
 		{"NegativeMemory", provision.Options{MemoryBytes: -1}, "memory"},
+		{"NegativePreClearGrace", provision.Options{PreClearGrace: -time.Second}, `pre-clear grace "-1s": must not be negative`},
+		{"PreClearGraceWithNoPreClearGrace", provision.Options{PreClearGrace: time.Minute, NoPreClearGrace: true}, "say one or the other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := provision.New(fakeruntime.New(), tt.opts)
+			err := tt.opts.Validate()
 			assert.ErrorIs(t, err, provision.ErrInvalid)
 			assert.ErrorContains(t, err, tt.want)
+			_, newErr := provision.New(fakeruntime.New(), tt.opts)
+			assert.Equal(t, err, newErr, "New checks what Validate checks")
 		})
 	}
+	for _, ok := range []provision.Options{{}, {NoPreClearGrace: true}, {PreClearGrace: time.Minute}} {
+		assert.NoError(t, ok.Validate(), "%+v", ok)
+	}
+}
+
+func TestOwnerName(t *testing.T) {
+	assert.Equal(t, "roboco-agent-42", provision.Options{}.OwnerName("42"))
+	assert.Equal(t, "sbx-agent-42", provision.Options{LabelPrefix: "sbx"}.OwnerName("42"))
+	assert.Equal(t, "ci-42-sbx", provision.Options{LabelPrefix: "sbx", OwnerTemplate: "ci-{id}-{prefix}"}.OwnerName("42"))
 }
 
 // TestLabelPrefixRuleIsTheSchemas: the label prefix is checked by the
@@ -571,6 +584,7 @@ func TestPreClear(t *testing.T) {
 	tests := []struct {
 		name       string
 		existing   runtime.Container
+		noGrace    bool // Options.NoPreClearGrace
 		wantErr    error
 		wantKept   bool
 		wantCalled string
@@ -590,6 +604,16 @@ func TestPreClear(t *testing.T) {
 			wantKept: true,
 		},
 		{
+			name:     "NoPreClearGraceReplacesASandboxInGrace",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-30 * time.Second)},
+			noGrace:  true,
+		},
+		{
+			name:     "NoPreClearGraceReplacesOneCreatedAheadOfTheClock",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(time.Second)},
+			noGrace:  true,
+		},
+		{
 			name:     "ForeignContainerWithTheNameIsLeftAlone",
 			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: map[string]string{"app": "other"}, Created: now.Add(-time.Hour)},
 			wantErr:  runtime.ErrAlreadyExists,
@@ -603,6 +627,7 @@ func TestPreClear(t *testing.T) {
 			old := w.fake.Seed(tt.existing)
 			opts := w.options()
 			opts.Now = func() time.Time { return now }
+			opts.NoPreClearGrace = tt.noGrace
 			p := w.provisioner(opts)
 			sb, err := p.Provision(ctxT(t), "5", []string{"postgres", "redis"})
 			_, inspectErr := w.fake.Inspect(ctxT(t), old.ID)

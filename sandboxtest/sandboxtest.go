@@ -135,7 +135,7 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 		ReadyTimeout: opts.ReadyTimeout,
 		Labels:       labels,
 	}
-	if _, err := provision.New(nil, popts); err != nil {
+	if err := popts.Validate(); err != nil {
 		t.Fatalf("sandboxtest: %v", err)
 	}
 

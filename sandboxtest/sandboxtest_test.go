@@ -193,7 +193,7 @@ func TestOwnedByTheTestProcess(t *testing.T) {
 	// A sweep with no grace still skips a sandbox created within the last
 	// whole second (creation times may be truncated): sweep until it is
 	// judged.
-	j := janitor.New(rt, janitor.Options{Prefix: opts.LabelPrefix, Grace: time.Nanosecond})
+	j := janitor.New(rt, janitor.Options{Prefix: opts.LabelPrefix, NoGrace: true})
 	var rep janitor.Report
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
