@@ -66,7 +66,7 @@ and the runtime the sandbox is on.
 			}
 			opts := a.provisionOptions()
 			opts.OwnerTemplate = template
-			if err := checkOptions(opts); err != nil {
+			if err := opts.Validate(); err != nil {
 				return err
 			}
 			keys := labels.For(a.labelPrefix)
@@ -75,8 +75,7 @@ and the runtime the sandbox is on.
 				if _, err := provision.Validate(a.registry, owner, a.registry.Names()); err != nil {
 					return err
 				}
-				p, _ := provision.New(nil, opts)
-				selector[keys.Owner] = p.OwnerName(owner)
+				selector[keys.Owner] = opts.OwnerName(owner)
 			}
 			ctx := cmd.Context()
 			l, err := a.lookAt(ctx)

@@ -276,14 +276,6 @@ func (a *app) provisionOptions() provision.Options {
 	}
 }
 
-// checkOptions validates provisioner options before any runtime is
-// contacted, so that bad input is a usage error whatever the runtime's
-// state (provision.New checks options without talking to the runtime).
-func checkOptions(opts provision.Options) error {
-	_, err := provision.New(nil, opts)
-	return err
-}
-
 // ownerFlags adds --owner and --owner-template to cmd.
 func ownerFlags(f *pflag.FlagSet, owner, template *string, ownerHelp string) {
 	f.StringVar(owner, "owner", "", ownerHelp)
