@@ -19,6 +19,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -466,7 +467,7 @@ func combine(res runtime.ExecResult) string {
 		}
 		out += string(res.Stderr)
 	}
-	out = trimSpace(out)
+	out = strings.TrimSpace(out)
 	if len(out) > outputMax {
 		out = "..." + out[len(out)-outputMax:]
 	}
@@ -474,16 +475,6 @@ func combine(res runtime.ExecResult) string {
 		out = "(exit status " + strconv.Itoa(res.ExitCode) + ", no output)"
 	}
 	return out
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\n' || s[0] == '\r' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\n' || s[len(s)-1] == '\r' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // waitDial waits until ep accepts a TCP connection from this host.

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -302,36 +301,25 @@ func parseImages(reg *engines.Registry, vals []string) (map[string]string, error
 	return out, nil
 }
 
-// parseSize reads a byte count: a number with an optional binary unit
-// (b, k, m, g, t; "kb", "kib" and upper case accepted), as docker --memory.
+// parseSize reads a byte count as docker --memory does (go-units'
+// RAMInBytes: a number with an optional binary unit, b, k, m, g, t or p;
+// "kb", "kib" and upper case accepted), at least 1 MiB. Two answers stay
+// the CLI's own: a negative size "must be positive" (RAMInBytes only says
+// "invalid size"), and a space inside the value ("1 g", which RAMInBytes
+// takes) is refused, as it always was here.
 func parseSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:n-1]
-		}
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, errors.New("want a size such as 512m, 1g or 268435456")
-	}
-	if f <= 0 {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "-") {
 		return 0, errors.New("must be positive")
 	}
-	n := int64(f * float64(mult))
-	if n < 1<<20 {
+	n, err := units.RAMInBytes(t)
+	if err != nil || strings.ContainsAny(t, " \t") {
+		return 0, errors.New("want a size such as 512m, 1g or 268435456")
+	}
+	if n <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	if n < units.MiB {
 		return 0, errors.New("must be at least 1m")
 	}
 	return n, nil
