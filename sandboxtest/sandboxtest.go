@@ -19,7 +19,9 @@
 // DOCKER_HOST, CONTAINER_HOST, the well-known sockets; see runtime/detect),
 // and images are overridden by the same SANDBOXER_IMAGE_<ENGINE> variables.
 // When no runtime answers, the test is skipped, or fails when
-// SANDBOXER_REQUIRE is set (CI, where a missing runtime is a failure).
+// SANDBOXER_REQUIRE requires it (CI, where a missing runtime is a
+// failure): SANDBOXER_REQUIRE lists runtimes ("docker,podman", or "all"),
+// and an auto-detected runtime is required when it lists any.
 package sandboxtest
 
 import (
@@ -27,12 +29,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
@@ -41,8 +43,10 @@ import (
 )
 
 // EnvRequire names the variable that turns "no runtime" from a skip into a
-// failure (any non-empty value).
-const EnvRequire = "SANDBOXER_REQUIRE"
+// failure: the required runtimes, comma separated, or "all". A test whose
+// runtime is auto-detected (Options.Detect names none) fails when it
+// names any runtime; one pinned to a runtime, when it names that one.
+const EnvRequire = testenv.EnvRequire
 
 // teardownTimeout bounds the cleanup's teardown.
 const teardownTimeout = 60 * time.Second
@@ -100,8 +104,8 @@ func Start(t testing.TB, services ...string) *Sandbox {
 
 // StartWith provisions services with opts and registers their teardown on
 // t.Cleanup. It ends the test when that is not possible: a skip when no
-// runtime answers (a failure under SANDBOXER_REQUIRE), a failure for bad
-// input or a provisioning failure.
+// runtime answers (a failure when SANDBOXER_REQUIRE requires it), a failure
+// for bad input or a provisioning failure.
 func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 	t.Helper()
 	timeout := opts.Timeout
@@ -141,8 +145,9 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 
 	sel, err := detect.Detect(ctx, opts.Detect)
 	if err != nil {
-		if errors.Is(err, runtime.ErrUnavailable) && os.Getenv(EnvRequire) == "" {
-			t.Skipf("sandboxtest: no container runtime: %v", err)
+		if errors.Is(err, runtime.ErrUnavailable) {
+			// A skip, or a failure when the runtime is required.
+			testenv.Unavailable(t, askedRuntime(opts.Detect), "sandboxtest: %v", err)
 		}
 		t.Fatalf("sandboxtest: %v", err)
 	}
@@ -208,6 +213,16 @@ func (s *Sandbox) Setenv() {
 	for _, v := range s.Env {
 		s.t.Setenv(v.Name, v.Value)
 	}
+}
+
+// askedRuntime is the runtime the detection options ask for, as
+// SANDBOXER_REQUIRE names it: testenv.AnyRuntime for auto-detection.
+func askedRuntime(opts detect.Options) string {
+	name, _, err := detect.Choice(opts)
+	if err != nil || name == detect.Auto {
+		return testenv.AnyRuntime
+	}
+	return name
 }
 
 // labelValue keeps a test name usable as a label value.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -215,4 +217,63 @@ func TestSetenvExportsTheEnv(t *testing.T) {
 	sb.Setenv()
 	assert.Equal(t, sb.DSN("redis"), os.Getenv("MYAPP_REDIS_URL"))
 	assert.NotEmpty(t, os.Getenv("MYAPP_REDIS_PASSWORD"))
+}
+
+// envNoRuntime asks TestNoRuntimeChild, in a child test binary, to start a
+// sandbox where no runtime can answer, on this runtime ("auto": detected).
+const envNoRuntime = "SANDBOXTEST_NO_RUNTIME"
+
+// TestNoRuntimeChild is TestNoRuntimeSkipsUnlessRequired's child: it ends
+// as StartWith ends it.
+func TestNoRuntimeChild(t *testing.T) {
+	asked, ok := os.LookupEnv(envNoRuntime)
+	if !ok {
+		t.Skip("run as a child of TestNoRuntimeSkipsUnlessRequired")
+	}
+	if asked == testenv.AnyRuntime {
+		asked = ""
+	}
+	nothing := detect.Options{
+		Runtime:      asked,
+		Getenv:       func(string) string { return "" },
+		SocketExists: func(string) bool { return false },
+	}
+	sandboxtest.StartWith(t, sandboxtest.Options{Detect: nothing}, "redis")
+	t.Fatal("StartWith returned with no runtime")
+}
+
+// TestNoRuntimeSkipsUnlessRequired: with no runtime, StartWith skips the
+// test, or fails it when SANDBOXER_REQUIRE lists the runtime it asked for
+// (any runtime, for auto-detection); either way with testenv's marker.
+func TestNoRuntimeSkipsUnlessRequired(t *testing.T) {
+	tests := []struct {
+		name     string
+		asked    string
+		require  string
+		wantFail bool
+	}{
+		{name: "AutoNotRequired", asked: testenv.AnyRuntime, require: ""},
+		{name: "AutoRequiredByAnyRuntime", asked: testenv.AnyRuntime, require: "podman", wantFail: true},
+		{name: "DockerNotRequired", asked: "docker", require: "podman,containerd"},
+		{name: "DockerRequired", asked: "docker", require: "podman,docker", wantFail: true},
+		{name: "DockerRequiredByAll", asked: "docker", require: "all", wantFail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestNoRuntimeChild$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), envNoRuntime+"="+tt.asked, testenv.EnvRequire+"="+tt.require)
+			out, err := cmd.Output()
+			marker := testenv.MarkerSkipped + " runtime=" + tt.asked + " test=TestNoRuntimeChild\n"
+			if tt.wantFail {
+				var ee *exec.ExitError
+				require.True(t, errors.As(err, &ee), "the child test failed: %v", err)
+				assert.Contains(t, string(out), "--- FAIL: TestNoRuntimeChild")
+				marker = testenv.MarkerRequiredSkipped + " runtime=" + tt.asked + " test=TestNoRuntimeChild\n"
+			} else {
+				require.NoError(t, err)
+				assert.Contains(t, string(out), "--- SKIP: TestNoRuntimeChild")
+			}
+			assert.Contains(t, string(out), marker)
+		})
+	}
 }
