@@ -53,7 +53,10 @@ func (s *Suite) baselineWith(ctx context.Context, engine, tag string, timeout ti
 	if err != nil {
 		return 0, "", err
 	}
-	spec := s.spec(engine, fmt.Sprintf("%s-base-%s-%s-%s", s.prefix, e.Spec().Short, tag, randomHex(2)), cred, s.benchLabels())
+	// Named as the provisioner names a sandbox, under an owner id of its
+	// own; labelled for the bench only.
+	name := provision.ContainerName(s.prefix, e.Spec().Short, "base-"+tag+"-"+randomHex(2))
+	spec := s.spec(engine, name, cred, s.benchLabels())
 	start := time.Now()
 	id, port, err := s.Floor.Run(ctx, spec)
 	if err != nil {

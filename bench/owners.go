@@ -11,9 +11,9 @@ import (
 	"github.com/roboco/sandboxer/provision"
 )
 
-// owners starts Owners postgres at once through the floor (with a login
-// each), then Owners Provision calls at once, and records success counts
-// and latency percentiles of both.
+// owners starts Owners sandboxes of OwnersEngine at once through the floor
+// (with a login each), then Owners Provision calls at once, and records
+// success counts and latency percentiles of both.
 func (s *Suite) owners(ctx context.Context, p *provision.Provisioner, r int) {
 	type result struct {
 		d   time.Duration
@@ -60,7 +60,7 @@ func (s *Suite) owners(ctx context.Context, p *provision.Provisioner, r int) {
 	// logins get a longer deadline than the engine's, so that they are
 	// measured rather than cut off.
 	raw := run(func(i int) (time.Duration, string, error) {
-		return s.baselineWith(ctx, "postgres", fmt.Sprintf("o%d-%d", r, i), 5*time.Minute, false)
+		return s.baselineWith(ctx, s.OwnersEngine, fmt.Sprintf("o%d-%d", r, i), 5*time.Minute, false)
 	})
 	record(raw, FigRawOwnersOK, FigRawOwnersP50, FigRawOwnersP95, "baseline owner")
 	var g errgroup.Group
@@ -73,7 +73,7 @@ func (s *Suite) owners(ctx context.Context, p *provision.Provisioner, r int) {
 	mark := s.timed.mark()
 	prov := run(func(i int) (time.Duration, string, error) {
 		start := time.Now()
-		_, err := p.Provision(ctx, fmt.Sprintf("o%d-%d", r, i), []string{"postgres"})
+		_, err := p.Provision(ctx, fmt.Sprintf("o%d-%d", r, i), []string{s.OwnersEngine})
 		return time.Since(start), "", err
 	})
 	record(prov, FigOwnersOK, FigOwnersP50, FigOwnersP95, "owner")

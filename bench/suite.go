@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -31,12 +32,19 @@ type Suite struct {
 
 	// Rounds repeats the provisioning figures (default 5).
 	Rounds int
-	// Owners is how many owners provision postgres at once (default 20),
-	// OwnersRounds how often (default 1).
+	// Owners is how many owners provision OwnersEngine at once (default
+	// 20), OwnersRounds how often (default 1).
 	Owners, OwnersRounds int
-	// RealSweep is the number of real sandboxes swept (default 50),
-	// SweepRounds how often (default Rounds).
+	// OwnersEngine is the engine the owners provision at once (default:
+	// the registry's first, postgres in engines.Default).
+	OwnersEngine string
+	// RealSweep is the number of real sandboxes of SweepEngine swept
+	// (default 50), SweepRounds how often (default Rounds).
 	RealSweep, SweepRounds int
+	// SweepEngine is the engine of the real sandboxes swept (default: the
+	// registry's engine with the shortest readiness deadline, the lightest
+	// to run fifty of: redis in engines.Default).
+	SweepEngine string
 	// FakeSweep is the number of sandboxes on the fake runtime (default
 	// 1000).
 	FakeSweep int
@@ -53,6 +61,18 @@ type Suite struct {
 	evs    *events
 	// warming: phases are not recorded during the warm-up round.
 	warming bool
+}
+
+// quickest is the registered engine with the shortest readiness deadline.
+func quickest(reg *engines.Registry) string {
+	all := reg.All()
+	best := all[0].Spec()
+	for _, e := range all[1:] {
+		if sp := e.Spec(); sp.ReadyTimeout < best.ReadyTimeout {
+			best = sp
+		}
+	}
+	return best.Name
 }
 
 func (s *Suite) defaults() {
@@ -77,6 +97,12 @@ func (s *Suite) defaults() {
 	if s.FakeSweep <= 0 {
 		s.FakeSweep = 1000
 	}
+	if s.OwnersEngine == "" {
+		s.OwnersEngine = s.Registry.Names()[0]
+	}
+	if s.SweepEngine == "" {
+		s.SweepEngine = quickest(s.Registry)
+	}
 	if s.ImageChecks <= 0 {
 		s.ImageChecks = 100
 	}
@@ -92,6 +118,11 @@ func (s *Suite) defaults() {
 // returns, even when ctx ends.
 func (s *Suite) Run(ctx context.Context) (*Report, error) {
 	s.defaults()
+	for _, n := range []string{s.OwnersEngine, s.SweepEngine} {
+		if _, ok := s.Registry.Lookup(n); !ok {
+			return nil, fmt.Errorf("bench: engine %q is not registered (registered: %v)", n, s.Registry.Names())
+		}
+	}
 	s.prefix = "sbxbench" + randomHex(4)
 	info, err := s.RT.Version(ctx)
 	if err != nil {
@@ -190,7 +221,7 @@ func (s *Suite) warm(ctx context.Context) error {
 }
 
 // imageChecks alternates the adapter's ImageExists with the floor's image
-// inspect, on the postgres image.
+// inspect, on the registry's first engine's image.
 func (s *Suite) imageChecks(ctx context.Context) {
 	ref := s.Images[s.Registry.Names()[0]]
 	for range s.ImageChecks {
@@ -216,9 +247,9 @@ func (s *Suite) cleanup(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	for _, sel := range []map[string]string{
-		{s.prefix + ".bench": "1"},
-		{s.prefix + ".sandbox": "1"},
-		{s.prefix + "sw.sandbox": "1"},
+		s.benchLabels(),
+		labels.For(s.prefix).Sandboxes(),
+		labels.For(s.sweepPrefix()).Sandboxes(),
 	} {
 		cs, err := s.RT.List(cctx, sel)
 		if err != nil {

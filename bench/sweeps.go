@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -11,30 +13,40 @@ import (
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
 
+// sweepPrefix is the label prefix of the real sweeps' sandboxes, apart
+// from the provisioning rounds' so that a sweep sees only its own.
+func (s *Suite) sweepPrefix() string { return s.prefix + "sw" }
+
 // fakeSweeps times sweeps over FakeSweep sandboxes on the in-memory
-// runtime, and counts their listing calls (Snapshot and List).
+// runtime, and counts their listing calls (Snapshot and List). Each owner
+// has two sandboxes, of the registry's first two engines, named and
+// labelled as the provisioner would name and label them.
 func (s *Suite) fakeSweeps(ctx context.Context) {
-	const prefix = "roboco"
+	const prefix = labels.DefaultPrefix
+	keys := labels.For(prefix)
+	opts := provision.Options{LabelPrefix: prefix}
+	all := s.Registry.All()
 	seed := func(live bool) *fakeruntime.Runtime {
 		f := fakeruntime.New()
 		now := time.Now()
 		for i := range s.FakeSweep {
-			owner := fmt.Sprintf("%s-agent-%d", prefix, i/2)
+			id := strconv.Itoa(i / 2)
+			owner := opts.OwnerName(id)
 			if live && i%2 == 0 {
 				f.Seed(runtime.Container{Name: owner, Image: "agent", State: runtime.StateRunning, Created: now.Add(-time.Hour)})
 			}
+			sp := all[i%2%len(all)].Spec()
+			lbls := keys.OwnedBy(owner)
+			lbls[keys.Engine] = sp.Name
 			f.Seed(runtime.Container{
-				Name:  fmt.Sprintf("%s-sandbox-x%d-%d", prefix, i%2, i/2),
-				Image: "postgres:16-alpine",
-				State: runtime.StateRunning,
-				Labels: map[string]string{
-					labels.For(prefix).Sandbox: "1",
-					labels.For(prefix).Owner:   owner,
-					labels.For(prefix).Engine:  "postgres",
-				},
+				Name:    provision.ContainerName(prefix, sp.Short, id),
+				Image:   sp.Image,
+				State:   runtime.StateRunning,
+				Labels:  lbls,
 				Created: now.Add(-time.Hour),
 			})
 		}
@@ -49,7 +61,7 @@ func (s *Suite) fakeSweeps(ctx context.Context) {
 			f := seed(live)
 			if !live {
 				start := time.Now()
-				cs, err := f.List(ctx, labels.For(prefix).Sandboxes())
+				cs, err := f.List(ctx, keys.Sandboxes())
 				d := time.Since(start)
 				if err == nil && len(cs) == s.FakeSweep {
 					s.sample(FigFakeList, ms(d))
@@ -77,20 +89,18 @@ func (s *Suite) fakeSweeps(ctx context.Context) {
 	}
 }
 
-// realSweeps seeds RealSweep real redis sandboxes of one owner, sweeps them
-// with the owner alive (kept) and gone (removed), and times the floor's
-// list and removal of as many for comparison.
+// realSweeps seeds RealSweep real sandboxes of SweepEngine of one owner,
+// sweeps them with the owner alive (kept) and gone (removed), and times
+// the floor's list and removal of as many for comparison.
 func (s *Suite) realSweeps(ctx context.Context, r int) {
-	prefix := s.prefix + "sw"
-	owner := fmt.Sprintf("%s-agent-%d", prefix, r)
-	lbls := map[string]string{
-		labels.For(prefix).Sandbox: "1",
-		labels.For(prefix).Owner:   owner,
-		labels.For(prefix).Engine:  "redis",
-		s.prefix + ".bench":        "1",
-	}
-	j := janitor.New(s.RT, janitor.Options{Prefix: prefix, Grace: time.Millisecond})
-	dry := janitor.New(s.RT, janitor.Options{Prefix: prefix, Grace: time.Millisecond, DryRun: true})
+	prefix := s.sweepPrefix()
+	keys := labels.For(prefix)
+	owner := provision.Options{LabelPrefix: prefix}.OwnerName(strconv.Itoa(r))
+	lbls := keys.OwnedBy(owner)
+	lbls[keys.Engine] = s.SweepEngine
+	maps.Copy(lbls, s.benchLabels())
+	j := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true})
+	dry := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true, DryRun: true})
 
 	if err := s.seedSandboxes(ctx, r, "a", lbls); err != nil {
 		s.fail(FigRealKept, err)
@@ -120,7 +130,7 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 		}
 		s.sample(FigRealKept, ms(d))
 		start = time.Now()
-		n, err := s.Floor.List(ctx, labels.For(prefix).Sandboxes())
+		n, err := s.Floor.List(ctx, keys.Sandboxes())
 		d = time.Since(start)
 		if err != nil || n != s.RealSweep {
 			s.fail(FigRawList, fmt.Errorf("list: %d, %v", n, err))
@@ -143,7 +153,7 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 		s.fail(FigRawRemove50, err)
 		return
 	}
-	cs, err := s.RT.List(ctx, labels.For(prefix).Sandboxes())
+	cs, err := s.RT.List(ctx, keys.Sandboxes())
 	if err != nil || len(cs) != s.RealSweep {
 		s.fail(FigRawRemove50, fmt.Errorf("list: %d, %v", len(cs), err))
 		return
@@ -161,9 +171,10 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 	s.sample(FigRawRemove50, ms(time.Since(start)))
 }
 
-// seedSandboxes runs RealSweep redis containers labelled as sandboxes,
-// eight at a time.
-func (s *Suite) seedSandboxes(ctx context.Context, r int, tag string, labels map[string]string) error {
+// seedSandboxes runs RealSweep containers of SweepEngine labelled as
+// sandboxes of the sweep prefix, eight at a time.
+func (s *Suite) seedSandboxes(ctx context.Context, r int, tag string, lbls map[string]string) error {
+	e, _ := s.Registry.Lookup(s.SweepEngine)
 	var g errgroup.Group
 	g.SetLimit(8)
 	for i := range s.RealSweep {
@@ -172,7 +183,8 @@ func (s *Suite) seedSandboxes(ctx context.Context, r int, tag string, labels map
 			if err != nil {
 				return err
 			}
-			spec := s.spec("redis", fmt.Sprintf("%s-sandbox-sw%d%s-%d", s.prefix, r, tag, i), cred, labels)
+			name := provision.ContainerName(s.sweepPrefix(), e.Spec().Short, fmt.Sprintf("%d%s-%d", r, tag, i))
+			spec := s.spec(s.SweepEngine, name, cred, lbls)
 			spec.Ports = nil
 			_, err = s.RT.Run(ctx, spec)
 			return err
