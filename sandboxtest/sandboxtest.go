@@ -123,13 +123,13 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 	if envPrefix == "" {
 		envPrefix = provision.DefaultEnvPrefix
 	}
-	labels, err := janitor.ProcessOwnerLabels(prefix)
+	lbls, err := janitor.ProcessOwnerLabels(prefix)
 	if err != nil {
 		// Not Linux: the sandboxes are then only the cleanup's to remove.
 		t.Logf("sandboxtest: no process identity (%v): a janitor will not recognise this test as the owner", err)
-		labels = map[string]string{}
+		lbls = map[string]string{}
 	}
-	labels[prefix+".sandboxtest.test"] = labelValue(t.Name())
+	lbls[prefix+".sandboxtest.test"] = labelValue(t.Name())
 	popts := provision.Options{
 		Images:       opts.Images,
 		LabelPrefix:  prefix,
@@ -137,7 +137,7 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 		MemoryBytes:  opts.MemoryBytes,
 		CPUs:         opts.CPUs,
 		ReadyTimeout: opts.ReadyTimeout,
-		Labels:       labels,
+		Labels:       lbls,
 	}
 	if err := popts.Validate(); err != nil {
 		t.Fatalf("sandboxtest: %v", err)

@@ -31,6 +31,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 )
@@ -186,7 +187,7 @@ func (c *cli) containers() []runtime.Container {
 // ownedBy lists the sandboxes of owner id under the test's prefix.
 func (c *cli) ownedBy(id string) []runtime.Container {
 	c.t.Helper()
-	return c.list(labels.For(c.prefix).OwnedBy(c.prefix + "-agent-" + id))
+	return c.list(labels.For(c.prefix).OwnedBy(provision.Options{LabelPrefix: c.prefix}.OwnerName(id)))
 }
 
 func (c *cli) list(selector map[string]string) []runtime.Container {
