@@ -40,7 +40,11 @@ const AnyRuntime = "auto"
 // The second one comes with the test's failure; hack/ci.sh fails the run
 // on it, and counts the first one per runtime.
 const (
-	MarkerSkipped         = "SANDBOXER-SKIPPED"
+	// MarkerSkipped starts the line of a test skipped for want of a
+	// runtime that is not required.
+	MarkerSkipped = "SANDBOXER-SKIPPED"
+	// MarkerRequiredSkipped starts the line of a test that a required
+	// runtime was missing for (the test fails).
 	MarkerRequiredSkipped = "SANDBOXER-REQUIRED-SKIPPED"
 )
 
