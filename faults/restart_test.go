@@ -12,6 +12,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/docker"
@@ -117,7 +118,7 @@ func TestDaemonRestartDuringProvision(t *testing.T) {
 				for _, s := range rep.Removed {
 					swept = append(swept, s.Name)
 				}
-				cs, err := rt.List(ctx, map[string]string{janitor.SandboxLabel(prefix): "1"})
+				cs, err := rt.List(ctx, labels.For(prefix).Sandboxes())
 				require.NoError(t, err)
 				return len(cs) == 0
 			}, grace+time.Minute, 200*time.Millisecond, "sandbox containers left after sweeps")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testruntimes"
-	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -95,7 +95,7 @@ func (e *fenv) cleanup() {
 
 // removeLabelled removes every sandbox and test container of prefix.
 func removeLabelled(t *testing.T, rt runtime.ContainerRuntime, prefix string) {
-	testruntimes.RemoveLabelled(t, rt, map[string]string{janitor.SandboxLabel(prefix): "1"}, map[string]string{prefix + ".test": "1"})
+	testruntimes.RemoveLabelled(t, rt, labels.For(prefix).Sandboxes(), map[string]string{prefix + ".test": "1"})
 }
 
 // provisioner returns a provisioner with this test's prefix and the
@@ -119,7 +119,7 @@ func (e *fenv) provisioner(set func(*provision.Options)) *provision.Provisioner 
 // any state.
 func (e *fenv) sandboxes(ctx context.Context) []runtime.Container {
 	e.t.Helper()
-	cs, err := e.b.RT.List(ctx, map[string]string{janitor.SandboxLabel(e.prefix): "1"})
+	cs, err := e.b.RT.List(ctx, labels.For(e.prefix).Sandboxes())
 	require.NoError(e.t, err)
 	return cs
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/docker"
@@ -47,7 +48,7 @@ func newJanEnv(t *testing.T, b testruntimes.Runtime) *janEnv {
 	_, _ = rand.Read(rnd)
 	e := &janEnv{t: t, name: b.Name, rt: b.RT, prefix: "sbxtest" + hex.EncodeToString(rnd)}
 	t.Cleanup(func() {
-		testruntimes.RemoveLabelled(t, e.rt, map[string]string{janitor.SandboxLabel(e.prefix): "1"}, map[string]string{e.testLabel(): "1"})
+		testruntimes.RemoveLabelled(t, e.rt, labels.For(e.prefix).Sandboxes(), map[string]string{e.testLabel(): "1"})
 	})
 	return e
 }
@@ -82,7 +83,7 @@ func (e *janEnv) agent(ctx context.Context, name string) string {
 // sandboxes lists this test's sandbox containers by name.
 func (e *janEnv) sandboxes(ctx context.Context) []string {
 	e.t.Helper()
-	cs, err := e.rt.List(ctx, map[string]string{janitor.SandboxLabel(e.prefix): "1"})
+	cs, err := e.rt.List(ctx, labels.For(e.prefix).Sandboxes())
 	require.NoError(e.t, err)
 	out := []string{}
 	for _, c := range cs {
@@ -395,7 +396,7 @@ func BenchmarkJanitorSweep50(b *testing.B) {
 					Image:   image,
 					Command: []string{"sleep", "3600"},
 					Labels: map[string]string{
-						janitor.SandboxLabel(prefix): "1", janitor.OwnerLabel(prefix): owner, prefix + ".test": "1",
+						labels.For(prefix).Sandbox: "1", labels.For(prefix).Owner: owner, prefix + ".test": "1",
 					},
 				})
 				return err
@@ -420,7 +421,7 @@ func BenchmarkJanitorSweep50(b *testing.B) {
 	b.Run("removed", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			if cs, _ := rt.List(ctx, map[string]string{janitor.SandboxLabel(prefix): "1"}); len(cs) == 0 {
+			if cs, _ := rt.List(ctx, labels.For(prefix).Sandboxes()); len(cs) == 0 {
 				seed()
 			}
 			b.StartTimer()

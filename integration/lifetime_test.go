@@ -14,6 +14,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -94,17 +95,17 @@ func (m *meddler) Snapshot(ctx context.Context, selector map[string]string) (run
 // returns the newer container.
 func (e *janEnv) impostor(ctx context.Context, listed runtime.Container) runtime.Container {
 	e.t.Helper()
-	labels := map[string]string{}
+	lbls := map[string]string{}
 	for k, v := range listed.Labels {
-		labels[k] = v
+		lbls[k] = v
 	}
-	labels[provision.LabelKeys(e.prefix).Call] = "newer"
+	lbls[labels.For(e.prefix).Call] = "newer"
 	require.NoError(e.t, e.rt.Remove(ctx, listed.ID))
 	c, err := e.rt.Run(ctx, runtime.RunSpec{
 		Name:    listed.Name,
 		Image:   testruntimes.EnsureImage(e.t, e.rt, testenv.Image(e.t, e.name, "busybox")),
 		Command: []string{"sleep", "3600"},
-		Labels:  labels,
+		Labels:  lbls,
 	})
 	require.NoError(e.t, err)
 	return c
@@ -180,9 +181,9 @@ func TestPreClearLeavesANewerSameNamedSandboxAlone(t *testing.T) {
 		var newer runtime.Container
 		m.onInspect(listed.ID, func(ctx context.Context) { newer = e.impostor(ctx, listed) })
 		p, err := provision.New(m, provision.Options{
-			LabelPrefix:   e.prefix,
-			Images:        map[string]string{"redis": testenv.Image(t, e.name, "redis")},
-			PreClearGrace: -1, // always clear a stale one
+			LabelPrefix:     e.prefix,
+			Images:          map[string]string{"redis": testenv.Image(t, e.name, "redis")},
+			NoPreClearGrace: true, // always clear a stale one
 		})
 		require.NoError(t, err)
 		_, err = p.Provision(ctx, "preclear", services)

@@ -26,13 +26,9 @@
 // (the CLI's `janitor` command, an orchestrator), written only against the
 // runtime.ContainerRuntime port.
 //
-// Labels read by the janitor, as the provisioner writes them:
-//
-//	<prefix>.sandbox=1
-//	<prefix>.sandbox.owner=<owner container name>
-//	<prefix>.sandbox.engine=<engine name>
-//
+// The janitor reads the labels the provisioner writes (package labels owns
+// the schema): the sandbox marker, the owner container's name, the engine,
 // and, for sandboxes owned by a process rather than a container, the
-// labels of ProcessOwnerLabels (boot id, pid namespace, pid and start time
-// of that process).
+// process-owner keys that ProcessOwnerLabels fills (boot id, pid
+// namespace, pid and start time of that process).
 package janitor

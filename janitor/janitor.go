@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -36,14 +37,28 @@ var (
 	ErrUndecided = errors.New("owner undecided")
 )
 
-// Options configure a Janitor. The zero value is usable.
+// ErrInvalid is the kind of every error of Options.Validate (errors.Is). A
+// Janitor built from invalid options never sweeps: Sweep and Run return
+// that error.
+var ErrInvalid = errors.New("invalid option")
+
+// Options configure a Janitor. The zero value is usable. The rule for
+// every duration and count, as in provision.Options: zero means the
+// default, a negative value is invalid, and "none" is said explicitly
+// (NoGrace), never by a zero or a negative value.
 type Options struct {
-	// Prefix is the label prefix (default DefaultPrefix), the same as the
-	// provisioner's.
+	// Prefix is the label prefix (default labels.DefaultPrefix), the same
+	// as the provisioner's.
 	Prefix string
 	// Grace is the age, from the runtime's creation time, under which a
 	// sandbox is never removed (default DefaultGrace).
 	Grace time.Duration
+	// NoGrace sweeps without a grace window: every sandbox whose owner is
+	// gone is removed, however young. Grace must then be zero. A creation
+	// time on a whole second still stands for the end of that second
+	// (it may have been truncated), so a sandbox created within the last
+	// second is still skipped.
+	NoGrace bool
 	// Liveness, when set, judges every owner instead of the default: an
 	// owner with a Process is judged by ProcessLiveness, any other by the
 	// sweep's own snapshot of the runtime (the owner is alive while a
@@ -67,36 +82,71 @@ type Options struct {
 	CallTimeout time.Duration
 }
 
+// Validate reports the first invalid option, as an error that matches
+// ErrInvalid (and labels.ErrInvalidPrefix for a bad prefix). It checks
+// the options as given, before defaults are applied.
+func (o Options) Validate() error {
+	if o.Prefix != "" {
+		if err := labels.ValidatePrefix(o.Prefix); err != nil {
+			return fmt.Errorf("janitor: %w: %w", ErrInvalid, err)
+		}
+	}
+	switch {
+	case o.Grace < 0:
+		return fmt.Errorf("janitor: %w: grace %s: must not be negative (NoGrace: no grace window)", ErrInvalid, o.Grace)
+	case o.NoGrace && o.Grace != 0:
+		return fmt.Errorf("janitor: %w: grace %s with NoGrace: say one or the other", ErrInvalid, o.Grace)
+	case o.Concurrency < 0:
+		return fmt.Errorf("janitor: %w: concurrency %d: must not be negative", ErrInvalid, o.Concurrency)
+	case o.CallTimeout < 0:
+		return fmt.Errorf("janitor: %w: call timeout %s: must not be negative", ErrInvalid, o.CallTimeout)
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields.
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = labels.DefaultPrefix
+	}
+	if o.Grace == 0 && !o.NoGrace {
+		o.Grace = DefaultGrace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = runtime.DefaultCallTimeout
+	}
+	return o
+}
+
 // Janitor sweeps one runtime for orphaned sandboxes. It is safe for
 // concurrent use; concurrent sweeps (of this or another process) at worst
 // both try to remove an orphan, which removal tolerates.
 type Janitor struct {
 	rt   runtime.ContainerRuntime
 	opts Options
+	keys labels.Keys
 	proc Liveness
+	// invalid is opts.Validate()'s error: such a janitor never sweeps.
+	invalid error
 }
 
 // New returns a Janitor for rt, with opts' zero fields set to defaults.
+// It does not talk to the runtime. Invalid options (Options.Validate) do
+// not make New fail: they make every Sweep and Run return the error, so a
+// caller that takes options from its user validates them first.
 func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
-	}
-	if opts.Grace <= 0 {
-		opts.Grace = DefaultGrace
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
-	}
-	if opts.CallTimeout <= 0 {
-		opts.CallTimeout = runtime.DefaultCallTimeout
-	}
-	return &Janitor{rt: rt, opts: opts, proc: ProcessLiveness()}
+	invalid := opts.Validate()
+	opts = opts.withDefaults()
+	return &Janitor{rt: rt, opts: opts, keys: labels.For(opts.Prefix), proc: ProcessLiveness(), invalid: invalid}
 }
 
 // Sweep makes one pass: one runtime.Snapshot (every "<prefix>.sandbox=1"
@@ -112,11 +162,14 @@ func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 // is recorded and the container is left for the next sweep. Every runtime
 // call is bounded by Options.CallTimeout. The error is non-nil when the
 // snapshot itself failed (the report is then empty) or when Report.Errors
-// is not empty (Report.Err).
+// is not empty (Report.Err), or when the options are invalid (ErrInvalid).
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	rep := Report{DryRun: j.opts.DryRun}
+	if j.invalid != nil {
+		return rep, j.invalid
+	}
 	sctx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
-	snap, err := j.rt.Snapshot(sctx, map[string]string{SandboxLabel(j.opts.Prefix): "1"})
+	snap, err := j.rt.Snapshot(sctx, j.keys.Sandboxes())
 	cancel()
 	if err != nil {
 		return rep, fmt.Errorf("janitor: list sandboxes: %w", err)
@@ -211,11 +264,10 @@ func (j *Janitor) alive(ctx context.Context, owners []Owner, snap runtime.Snapsh
 // sandbox reads a listed container's labels. The error (ErrNoOwner,
 // ErrMalformedOwner) says why the owner cannot be judged.
 func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
-	p := j.opts.Prefix
 	sb := Sandbox{
 		ID:      c.ID,
 		Name:    c.Name,
-		Engine:  c.Labels[EngineLabel(p)],
+		Engine:  c.Labels[j.keys.Engine],
 		State:   c.State,
 		Created: c.Created,
 		Age:     now.Sub(latestCreation(c.Created)),
@@ -223,13 +275,13 @@ func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 	if sb.Name == "" {
 		sb.Name = c.ID
 	}
-	proc, hasProc, err := processFromLabels(p, c.Labels)
+	proc, hasProc, err := processFromLabels(j.keys, c.Labels)
 	if err != nil {
 		return sb, fmt.Errorf("%w: %w", ErrMalformedOwner, err)
 	}
-	sb.Owner = Owner{Name: c.Labels[OwnerLabel(p)], Process: proc}
+	sb.Owner = Owner{Name: c.Labels[j.keys.Owner], Process: proc}
 	if sb.Owner.Name == "" && !hasProc {
-		return sb, fmt.Errorf("%w %q", ErrNoOwner, OwnerLabel(p))
+		return sb, fmt.Errorf("%w %q", ErrNoOwner, j.keys.Owner)
 	}
 	return sb, nil
 }
@@ -289,10 +341,14 @@ func (j *Janitor) remove(ctx context.Context, orphans []Sandbox, listed map[stri
 // Run sweeps once at start, then once per interval, until ctx ends; it
 // then returns nil. A sweep that fails is logged and retried at the next
 // tick: a janitor outlives a runtime restart. Each sweep that removed
-// something, or failed on something, logs one summary line.
+// something, or failed on something, logs one summary line. Invalid
+// options or interval are returned at once (ErrInvalid), before any sweep.
 func (j *Janitor) Run(ctx context.Context, interval time.Duration) error {
+	if j.invalid != nil {
+		return j.invalid
+	}
 	if interval <= 0 {
-		return fmt.Errorf("janitor: run: interval must be positive, got %s", interval)
+		return fmt.Errorf("janitor: run: %w: interval must be positive, got %s", ErrInvalid, interval)
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -20,10 +20,14 @@ import (
 
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
 
-const prefix = "roboco"
+const prefix = labels.DefaultPrefix
+
+// keys are the label keys of prefix.
+var keys = labels.For(prefix)
 
 // clock is a settable clock shared by the fake (creation times) and the
 // janitor (ages).
@@ -103,19 +107,19 @@ func newWorld(t testing.TB) *world {
 // sandbox seeds a sandbox container created age ago. extra labels are
 // merged over the defaults; an extra label with value "-" is deleted.
 func (w *world) sandbox(name, owner string, age time.Duration, extra map[string]string) runtime.Container {
-	labels := map[string]string{
-		janitor.SandboxLabel(prefix): "1",
-		janitor.OwnerLabel(prefix):   owner,
-		janitor.EngineLabel(prefix):  "postgres",
+	lbls := map[string]string{
+		keys.Sandbox: "1",
+		keys.Owner:   owner,
+		keys.Engine:  "postgres",
 	}
 	for k, v := range extra {
 		if v == "-" {
-			delete(labels, k)
+			delete(lbls, k)
 		} else {
-			labels[k] = v
+			lbls[k] = v
 		}
 	}
-	return w.fake.Seed(runtime.Container{Name: name, Image: "postgres:16-alpine", Labels: labels, Created: w.clock.Now().Add(-age)})
+	return w.fake.Seed(runtime.Container{Name: name, Image: "postgres:16-alpine", Labels: lbls, Created: w.clock.Now().Add(-age)})
 }
 
 // agent seeds an owner container.
@@ -287,8 +291,8 @@ func TestSweep(t *testing.T) {
 		{
 			name: "MissingOwnerLabelIsKeptAndReported",
 			seed: func(t *testing.T, w *world) {
-				w.sandbox("roboco-sandbox-pg-1", "", old, map[string]string{janitor.OwnerLabel(prefix): "-"})
-				w.sandbox("roboco-sandbox-pg-2", "", 10*time.Second, map[string]string{janitor.OwnerLabel(prefix): "-"})
+				w.sandbox("roboco-sandbox-pg-1", "", old, map[string]string{keys.Owner: "-"})
+				w.sandbox("roboco-sandbox-pg-2", "", 10*time.Second, map[string]string{keys.Owner: "-"})
 			},
 			wantSkipped:  []string{"roboco-sandbox-pg-2"},
 			wantReported: []string{"roboco-sandbox-pg-1"},
@@ -319,7 +323,7 @@ func TestSweep(t *testing.T) {
 			name: "OtherPrefixUntouched",
 			seed: func(t *testing.T, w *world) {
 				w.fake.Seed(runtime.Container{Name: "other-sandbox-pg-1", Created: w.clock.Now().Add(-time.Hour), Labels: map[string]string{
-					janitor.SandboxLabel("other"): "1", janitor.OwnerLabel("other"): "other-agent-1",
+					labels.For("other").Sandbox: "1", labels.For("other").Owner: "other-agent-1",
 				}})
 			},
 			wantLeft: []string{"other-sandbox-pg-1"},
@@ -368,7 +372,7 @@ func TestSweep(t *testing.T) {
 			// "never on a guess" keeps it.
 			name: "MalformedProcessOwnerIsKeptAndReported",
 			seed: func(t *testing.T, w *world) {
-				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, map[string]string{prefix + ".sandbox.owner.pid": "x"})
+				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, map[string]string{keys.OwnerPID: "x"})
 			},
 			wantReported: []string{"roboco-sandbox-pg-run"},
 			wantReason:   janitor.ErrMalformedOwner,
@@ -459,7 +463,7 @@ func TestSweepTruncatedCreationTime(t *testing.T) {
 	grace := 2 * time.Second
 	created := w.clock.Now() // really created at 03:04:05.250
 	w.fake.Seed(runtime.Container{Name: "roboco-sandbox-pg-1", Created: created.Truncate(time.Second), Labels: map[string]string{
-		janitor.SandboxLabel(prefix): "1", janitor.OwnerLabel(prefix): "roboco-agent-1",
+		keys.Sandbox: "1", keys.Owner: "roboco-agent-1",
 	}})
 	j := w.janitor(janitor.Options{Grace: grace})
 
@@ -638,7 +642,7 @@ func TestSweepDryRunRemovesNothing(t *testing.T) {
 // no List, and no per-sandbox or per-owner lookup. Inspect is made only by
 // removals: an identity check before the kill and one before the remove.
 func TestSweepRoundTrips(t *testing.T) {
-	sandboxSel := map[string]string{janitor.SandboxLabel(prefix): "1"}
+	sandboxSel := map[string]string{keys.Sandbox: "1"}
 	self, selfErr := janitor.CurrentProcess()
 	tests := []struct {
 		name string
@@ -817,7 +821,7 @@ func TestSweepOwnerLifetime(t *testing.T) {
 			// A bystander whose owner never existed: proves the sweep
 			// does remove at this grace.
 			w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Second, nil)
-			j := w.janitor(janitor.Options{Grace: time.Nanosecond})
+			j := w.janitor(janitor.Options{NoGrace: true})
 			owned := []string{"roboco-sandbox-pg-1", "roboco-sandbox-redis-1"}
 
 			rep, err := j.Sweep(ctx)
@@ -982,7 +986,85 @@ func TestRunLogsFailures(t *testing.T) {
 
 func TestRunRejectsBadInterval(t *testing.T) {
 	w := newWorld(t)
-	assert.ErrorContains(t, w.janitor(janitor.Options{}).Run(context.Background(), 0), "interval")
+	err := w.janitor(janitor.Options{}).Run(context.Background(), 0)
+	assert.ErrorIs(t, err, janitor.ErrInvalid)
+	assert.ErrorContains(t, err, "interval")
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		opts janitor.Options
+		want string // "" when valid
+	}{
+		{name: "ZeroValue"},
+		{name: "NoGrace", opts: janitor.Options{NoGrace: true}},
+		{name: "Explicit", opts: janitor.Options{Prefix: "sbx", Grace: time.Minute, Concurrency: 2, CallTimeout: time.Second}},
+		{name: "NegativeGrace", opts: janitor.Options{Grace: -time.Second}, want: "grace -1s: must not be negative"},
+		{name: "NoGraceWithAGrace", opts: janitor.Options{NoGrace: true, Grace: time.Minute}, want: "grace 1m0s with NoGrace"},
+		{name: "NegativeConcurrency", opts: janitor.Options{Concurrency: -1}, want: "concurrency -1"},
+		{name: "NegativeCallTimeout", opts: janitor.Options{CallTimeout: -time.Second}, want: "call timeout -1s"},
+		{name: "BadPrefix", opts: janitor.Options{Prefix: "Bad Prefix"}, want: labels.PrefixRule},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.opts.Validate()
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, janitor.ErrInvalid)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+	assert.ErrorIs(t, janitor.Options{Prefix: "Bad"}.Validate(), labels.ErrInvalidPrefix)
+}
+
+// TestInvalidOptionsNeverSweep: a janitor built from invalid options
+// removes nothing; Sweep and Run say why, at once.
+func TestInvalidOptionsNeverSweep(t *testing.T) {
+	w := newWorld(t)
+	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+	j := w.janitor(janitor.Options{Grace: -time.Second})
+
+	rep, err := j.Sweep(context.Background())
+	assert.ErrorIs(t, err, janitor.ErrInvalid)
+	assert.Zero(t, rep.Total())
+	assert.ErrorIs(t, j.Run(context.Background(), time.Second), janitor.ErrInvalid)
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, w.names())
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbSnapshot), "the runtime was not asked")
+}
+
+// TestSweepNoGrace: without a grace window an orphan is removed however
+// young, while a zero Grace is the default window; a whole-second creation
+// time still stands for the end of its second.
+func TestSweepNoGrace(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        janitor.Options
+		created     func(now time.Time) time.Time
+		wantRemoved bool
+	}{
+		{name: "ZeroGraceIsTheDefault", opts: janitor.Options{}, created: func(now time.Time) time.Time { return now.Add(-time.Minute) }},
+		{name: "NoGraceRemovesAFreshOrphan", opts: janitor.Options{NoGrace: true}, created: func(now time.Time) time.Time { return now }, wantRemoved: true},
+		{name: "NoGraceKeepsTheLastWholeSecond", opts: janitor.Options{NoGrace: true}, created: func(now time.Time) time.Time { return now.Truncate(time.Second) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.fake.Seed(runtime.Container{Name: "roboco-sandbox-pg-1", Created: tt.created(w.clock.Now()), Labels: map[string]string{
+				keys.Sandbox: "1", keys.Owner: "roboco-agent-1",
+			}})
+			rep, err := w.janitor(tt.opts).Sweep(context.Background())
+			require.NoError(t, err)
+			if tt.wantRemoved {
+				assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed))
+				assert.Empty(t, w.names())
+				return
+			}
+			assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Skipped))
+		})
+	}
 }
 
 // BenchmarkSweep1000 times one sweep over 1000 sandboxes on the fake

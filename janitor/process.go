@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/roboco/sandboxer/labels"
 )
 
 // Process identifies one process on one boot of one host, so that a
@@ -40,24 +42,17 @@ func (p Process) String() string {
 }
 
 // Labels returns the labels that mark a sandbox as owned by p, for a
-// provisioner to add to every container it runs for p:
-//
-//	<prefix>.sandbox.owner.boot=<boot id>
-//	<prefix>.sandbox.owner.pidns=<pid namespace inode>
-//	<prefix>.sandbox.owner.pid=<pid>
-//	<prefix>.sandbox.owner.start=<start time in clock ticks>
-//
-// They complement, not replace, the "<prefix>.sandbox.owner" label: when
-// they are present, the janitor judges the owner by the process alone.
+// provisioner to add to every container it runs for p: the process-owner
+// keys of labels.For(prefix) (boot id, pid namespace, pid, start time).
+// They complement, not replace, the owner container label: when they are
+// present, the janitor judges the owner by the process alone.
 func (p Process) Labels(prefix string) map[string]string {
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
+	k := labels.For(prefix)
 	return map[string]string{
-		procLabel(prefix, procBootSuffix):  p.BootID,
-		procLabel(prefix, procNSSuffix):    strconv.FormatUint(p.PIDNS, 10),
-		procLabel(prefix, procPIDSuffix):   strconv.Itoa(p.PID),
-		procLabel(prefix, procStartSuffix): strconv.FormatUint(p.Start, 10),
+		k.OwnerBoot:  p.BootID,
+		k.OwnerPIDNS: strconv.FormatUint(p.PIDNS, 10),
+		k.OwnerPID:   strconv.Itoa(p.PID),
+		k.OwnerStart: strconv.FormatUint(p.Start, 10),
 	}
 }
 
@@ -82,28 +77,28 @@ func ProcessOwnerLabels(prefix string) (map[string]string, error) {
 // processFromLabels extracts a process identity from a sandbox's labels.
 // ok is false when the sandbox carries no process identity at all; err is
 // non-nil when it carries a partial or malformed one.
-func processFromLabels(prefix string, labels map[string]string) (p Process, ok bool, err error) {
-	pid, hasPID := labels[procLabel(prefix, procPIDSuffix)]
-	boot, hasBoot := labels[procLabel(prefix, procBootSuffix)]
-	start, hasStart := labels[procLabel(prefix, procStartSuffix)]
-	ns, hasNS := labels[procLabel(prefix, procNSSuffix)]
+func processFromLabels(k labels.Keys, lbls map[string]string) (p Process, ok bool, err error) {
+	pid, hasPID := lbls[k.OwnerPID]
+	boot, hasBoot := lbls[k.OwnerBoot]
+	start, hasStart := lbls[k.OwnerStart]
+	ns, hasNS := lbls[k.OwnerPIDNS]
 	if !hasPID && !hasBoot && !hasStart && !hasNS {
 		return Process{}, false, nil
 	}
 	p.BootID = boot
 	if p.PID, err = strconv.Atoi(pid); err != nil || p.PID <= 0 {
-		return Process{}, true, fmt.Errorf("process owner label %s=%q: not a pid", procLabel(prefix, procPIDSuffix), pid)
+		return Process{}, true, fmt.Errorf("process owner label %s=%q: not a pid", k.OwnerPID, pid)
 	}
 	if p.Start, err = strconv.ParseUint(start, 10, 64); err != nil {
-		return Process{}, true, fmt.Errorf("process owner label %s=%q: not a start time", procLabel(prefix, procStartSuffix), start)
+		return Process{}, true, fmt.Errorf("process owner label %s=%q: not a start time", k.OwnerStart, start)
 	}
 	if hasNS {
 		if p.PIDNS, err = strconv.ParseUint(ns, 10, 64); err != nil {
-			return Process{}, true, fmt.Errorf("process owner label %s=%q: not a namespace inode", procLabel(prefix, procNSSuffix), ns)
+			return Process{}, true, fmt.Errorf("process owner label %s=%q: not a namespace inode", k.OwnerPIDNS, ns)
 		}
 	}
 	if boot == "" {
-		return Process{}, true, fmt.Errorf("process owner label %s is missing or empty", procLabel(prefix, procBootSuffix))
+		return Process{}, true, fmt.Errorf("process owner label %s is missing or empty", k.OwnerBoot)
 	}
 	return p, true, nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/labels"
 )
 
 func TestCurrentProcess(t *testing.T) {
@@ -24,23 +26,25 @@ func TestCurrentProcess(t *testing.T) {
 	assert.NotZero(t, p.Start)
 	assert.NotZero(t, p.PIDNS)
 
-	labels, err := ProcessOwnerLabels("sbx")
+	lbls, err := ProcessOwnerLabels("sbx")
 	require.NoError(t, err)
+	k := labels.For("sbx")
 	assert.Equal(t, map[string]string{
-		"sbx.sandbox.owner.boot":  p.BootID,
-		"sbx.sandbox.owner.pidns": strconv.FormatUint(p.PIDNS, 10),
-		"sbx.sandbox.owner.pid":   strconv.Itoa(p.PID),
-		"sbx.sandbox.owner.start": strconv.FormatUint(p.Start, 10),
-	}, labels)
+		k.OwnerBoot:  p.BootID,
+		k.OwnerPIDNS: strconv.FormatUint(p.PIDNS, 10),
+		k.OwnerPID:   strconv.Itoa(p.PID),
+		k.OwnerStart: strconv.FormatUint(p.Start, 10),
+	}, lbls)
 
-	back, ok, err := processFromLabels("sbx", labels)
+	back, ok, err := processFromLabels(k, lbls)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, p, back, "labels round-trip")
 }
 
 func TestProcessFromLabels(t *testing.T) {
-	full := Process{BootID: "b00t", PIDNS: 7, PID: 42, Start: 99}.Labels("x")
+	k := labels.For("x")
+	full := Process{BootID: "b00t", PIDNS: 7, PID: 42, Start: 99}.Labels(k.Prefix)
 	without := func(key string) map[string]string {
 		m := make(map[string]string)
 		for k, v := range full {
@@ -62,18 +66,18 @@ func TestProcessFromLabels(t *testing.T) {
 		present bool
 		wantErr string
 	}{
-		{name: "NoProcessLabels", labels: map[string]string{"x.sandbox.owner": "x-agent-1"}},
+		{name: "NoProcessLabels", labels: map[string]string{k.Owner: "x-agent-1"}},
 		{name: "Full", labels: full, want: Process{BootID: "b00t", PIDNS: 7, PID: 42, Start: 99}, present: true},
-		{name: "NamespaceOptional", labels: without("x.sandbox.owner.pidns"), want: Process{BootID: "b00t", PID: 42, Start: 99}, present: true},
-		{name: "PIDNotANumber", labels: with("x.sandbox.owner.pid", "forty-two"), present: true, wantErr: "not a pid"},
-		{name: "PIDZero", labels: with("x.sandbox.owner.pid", "0"), present: true, wantErr: "not a pid"},
-		{name: "StartMissing", labels: without("x.sandbox.owner.start"), present: true, wantErr: "not a start time"},
-		{name: "BootEmpty", labels: with("x.sandbox.owner.boot", ""), present: true, wantErr: "boot is missing or empty"},
+		{name: "NamespaceOptional", labels: without(k.OwnerPIDNS), want: Process{BootID: "b00t", PID: 42, Start: 99}, present: true},
+		{name: "PIDNotANumber", labels: with(k.OwnerPID, "forty-two"), present: true, wantErr: "not a pid"},
+		{name: "PIDZero", labels: with(k.OwnerPID, "0"), present: true, wantErr: "not a pid"},
+		{name: "StartMissing", labels: without(k.OwnerStart), present: true, wantErr: "not a start time"},
+		{name: "BootEmpty", labels: with(k.OwnerBoot, ""), present: true, wantErr: "boot is missing or empty"},
 		{name: "OtherPrefixIgnored", labels: Process{BootID: "b", PID: 1, Start: 1}.Labels("y")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, present, err := processFromLabels("x", tt.labels)
+			got, present, err := processFromLabels(k, tt.labels)
 			assert.Equal(t, tt.present, present)
 			if tt.wantErr != "" {
 				assert.ErrorContains(t, err, tt.wantErr)

@@ -113,15 +113,14 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 // two apart.
 func TestSweepLeavesANewerSameNamedContainerAlone(t *testing.T) {
 	const name = "roboco-sandbox-pg-1"
-	callLabel := prefix + ".sandbox.call"
 	newID := func(w *world, old runtime.Container) runtime.Container {
-		return runtime.Container{Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, callLabel, "newcall"), Created: w.clock.Now()}
+		return runtime.Container{Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, keys.Call, "newcall"), Created: w.clock.Now()}
 	}
 	sameIDNewer := func(w *world, old runtime.Container) runtime.Container {
 		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: maps.Clone(old.Labels), Created: w.clock.Now()}
 	}
 	sameIDOtherCall := func(w *world, old runtime.Container) runtime.Container {
-		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, callLabel, "newcall"), Created: old.Created}
+		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, keys.Call, "newcall"), Created: old.Created}
 	}
 	tests := []struct {
 		name string
@@ -154,8 +153,8 @@ func TestSweepLeavesANewerSameNamedContainerAlone(t *testing.T) {
 			}
 			orphan := w.fake.Seed(runtime.Container{ID: id, Name: name, Image: "postgres:16-alpine", Created: w.clock.Now().Add(-time.Hour),
 				Labels: map[string]string{
-					janitor.SandboxLabel(prefix): "1", janitor.OwnerLabel(prefix): "roboco-agent-1",
-					janitor.EngineLabel(prefix): "postgres", callLabel: "oldcall",
+					keys.Sandbox: "1", keys.Owner: "roboco-agent-1",
+					keys.Engine: "postgres", keys.Call: "oldcall",
 				}})
 			var (
 				replaced atomic.Bool

@@ -33,6 +33,9 @@ type ValidationError struct {
 	Value string
 	// Reason says what is wrong with it.
 	Reason string
+	// Err is the error of the rule that failed when another package owns
+	// it (labels.ErrInvalidPrefix), or nil.
+	Err error
 }
 
 func (e *ValidationError) Error() string {
@@ -41,6 +44,9 @@ func (e *ValidationError) Error() string {
 
 // Is makes a ValidationError match ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// Unwrap returns Err, so that errors.Is also sees the failed rule's kind.
+func (e *ValidationError) Unwrap() error { return e.Err }
 
 func invalid(field, value, reason string) *ValidationError {
 	return &ValidationError{Field: field, Value: value, Reason: reason}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 )
 
@@ -53,7 +54,7 @@ func FuzzValidate(f *testing.F) {
 				t.Fatalf("service %s twice", s.Name)
 			}
 			seen[s.Name] = true
-			name := provision.ContainerName(provision.DefaultLabelPrefix, s.Short, owner)
+			name := provision.ContainerName(labels.DefaultPrefix, s.Short, owner)
 			if !containerNameRE.MatchString(name) || len(name) > 128 {
 				t.Fatalf("accepted owner %q gives invalid container name %q", owner, name)
 			}

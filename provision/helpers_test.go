@@ -14,9 +14,14 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
+
+// keys are the label keys of the default prefix, which the world's
+// provisioners use.
+var keys = labels.For(labels.DefaultPrefix)
 
 // world is a fake runtime holding the default engines' images (with the
 // VOLUMEs of the official images) and answering their probes as a ready
@@ -67,7 +72,7 @@ func (w *world) provisioner(opts provision.Options) *provision.Provisioner {
 // owned lists the containers carrying owner's label.
 func (w *world) owned(owner string) []runtime.Container {
 	w.t.Helper()
-	cs, err := w.fake.List(context.Background(), map[string]string{"roboco.sandbox.owner": owner})
+	cs, err := w.fake.List(context.Background(), map[string]string{keys.Owner: owner})
 	require.NoError(w.t, err)
 	return cs
 }

@@ -3,19 +3,18 @@ package provision
 import (
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// Defaults.
+// Defaults. The default label prefix is labels.DefaultPrefix.
 const (
-	DefaultLabelPrefix   = "roboco"
 	DefaultEnvPrefix     = "ROBOCO_TEST"
 	DefaultOwnerTemplate = "{prefix}-agent-{id}"
 	DefaultMemoryBytes   = 512 << 20
@@ -32,7 +31,11 @@ const (
 const ImageEnvPrefix = "SANDBOXER_IMAGE_"
 
 // Options configure a Provisioner. The zero value is the default: host mode,
-// 512 MiB and 1 CPU per sandbox, prefix roboco, env prefix ROBOCO_TEST.
+// 512 MiB and 1 CPU per sandbox, label prefix labels.DefaultPrefix, env
+// prefix ROBOCO_TEST. The rule for every duration and amount, as in
+// janitor.Options: zero means the default, a negative value is invalid,
+// and "none" is said explicitly (NoPreClearGrace), never by a zero or a
+// negative value.
 type Options struct {
 	// Registry is the set of engines (default engines.Default).
 	Registry *engines.Registry
@@ -57,7 +60,7 @@ type Options struct {
 	Getenv func(string) string
 
 	// LabelPrefix prefixes container names and label keys (default
-	// "roboco": roboco-sandbox-pg-42, roboco.sandbox.owner).
+	// labels.DefaultPrefix: roboco-sandbox-pg-42, roboco.sandbox.owner).
 	LabelPrefix string
 	// EnvPrefix prefixes the emitted env (default "ROBOCO_TEST").
 	EnvPrefix string
@@ -74,8 +77,12 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// PreClearGrace: a same-named sandbox of the owner younger than this
 	// is left alone and the provision fails with a conflict (default
-	// 180 s; negative: always clear).
+	// DefaultPreClearGrace).
 	PreClearGrace time.Duration
+	// NoPreClearGrace always clears a same-named sandbox of the owner,
+	// however young (its own earlier provision, known to be over).
+	// PreClearGrace must then be zero.
+	NoPreClearGrace bool
 	// CallTimeout bounds each runtime call of the clean-up paths (teardown's
 	// list, and each kill and remove of teardown, rollback and pre-clear),
 	// even after the caller's context has ended (default
@@ -94,13 +101,54 @@ type Options struct {
 	Now func() time.Time
 }
 
-var (
-	labelPrefixRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,30}[a-z0-9])?$`)
-	envPrefixRE   = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,40}$`)
-)
+var envPrefixRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,40}$`)
 
-// withDefaults fills zero fields and checks the rest.
-func (o Options) withDefaults() (Options, error) {
+// Validate reports the first invalid option as an error that matches
+// ErrInvalid (and labels.ErrInvalidPrefix for a bad label prefix). It
+// checks the options as New would use them, without talking to any
+// runtime.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	if err := labels.ValidatePrefix(o.LabelPrefix); err != nil {
+		return &ValidationError{Field: "label prefix", Value: o.LabelPrefix, Reason: labels.PrefixRule, Err: err}
+	}
+	switch {
+	case o.MemoryBytes < 0:
+		return invalid("memory", fmt.Sprint(o.MemoryBytes), "must be positive")
+	case o.CPUs < 0:
+		return invalid("cpus", fmt.Sprint(o.CPUs), "must be positive")
+	case o.PullTimeout < 0:
+		return invalid("pull timeout", o.PullTimeout.String(), "must be positive")
+	case o.CallTimeout < 0:
+		return invalid("call timeout", o.CallTimeout.String(), "must be positive")
+	case o.ReadyTimeout < 0:
+		return invalid("ready timeout", o.ReadyTimeout.String(), "must be positive")
+	case o.PreClearGrace < 0:
+		return invalid("pre-clear grace", o.PreClearGrace.String(), "must not be negative (NoPreClearGrace: always clear)")
+	case o.NoPreClearGrace && o.PreClearGrace != 0:
+		return invalid("pre-clear grace", o.PreClearGrace.String(), "given with NoPreClearGrace: say one or the other")
+	case !envPrefixRE.MatchString(o.EnvPrefix):
+		return invalid("env prefix", o.EnvPrefix, "must be upper-case letters, digits and '_', starting with a letter")
+	case !strings.Contains(o.OwnerTemplate, "{id}"):
+		return invalid("owner template", o.OwnerTemplate, "must contain {id}")
+	}
+	for name := range o.Images {
+		if _, ok := o.Registry.Lookup(name); !ok {
+			return invalid("image override", name, "unknown service; valid services: "+strings.Join(o.Registry.Names(), ", "))
+		}
+	}
+	keys := labels.For(o.LabelPrefix)
+	for k := range o.Labels {
+		if keys.Reserved(k) {
+			return invalid("label", k, "is set by the provisioner")
+		}
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields; PreClearGrace stays zero under
+// NoPreClearGrace.
+func (o Options) withDefaults() Options {
 	if o.Registry == nil {
 		o.Registry = engines.Default
 	}
@@ -114,7 +162,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Getenv = os.Getenv
 	}
 	if o.LabelPrefix == "" {
-		o.LabelPrefix = DefaultLabelPrefix
+		o.LabelPrefix = labels.DefaultPrefix
 	}
 	if o.EnvPrefix == "" {
 		o.EnvPrefix = DefaultEnvPrefix
@@ -125,7 +173,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.PullTimeout == 0 {
 		o.PullTimeout = DefaultPullTimeout
 	}
-	if o.PreClearGrace == 0 {
+	if o.PreClearGrace == 0 && !o.NoPreClearGrace {
 		o.PreClearGrace = DefaultPreClearGrace
 	}
 	if o.Now == nil {
@@ -134,38 +182,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.CallTimeout == 0 {
 		o.CallTimeout = runtime.DefaultCallTimeout
 	}
-	switch {
-	case o.MemoryBytes < 0:
-		return o, invalid("memory", fmt.Sprint(o.MemoryBytes), "must be positive")
-	case o.CPUs < 0:
-		return o, invalid("cpus", fmt.Sprint(o.CPUs), "must be positive")
-	case o.PullTimeout < 0:
-		return o, invalid("pull timeout", o.PullTimeout.String(), "must be positive")
-	case o.CallTimeout < 0:
-		return o, invalid("call timeout", o.CallTimeout.String(), "must be positive")
-	case o.ReadyTimeout < 0:
-		return o, invalid("ready timeout", o.ReadyTimeout.String(), "must be positive")
-	case !labelPrefixRE.MatchString(o.LabelPrefix):
-		return o, invalid("label prefix", o.LabelPrefix, "must be 1..32 lower-case letters, digits, '.' or '-'")
-	case !envPrefixRE.MatchString(o.EnvPrefix):
-		return o, invalid("env prefix", o.EnvPrefix, "must be upper-case letters, digits and '_', starting with a letter")
-	case !strings.Contains(o.OwnerTemplate, "{id}"):
-		return o, invalid("owner template", o.OwnerTemplate, "must contain {id}")
-	}
-	for name := range o.Images {
-		if _, ok := o.Registry.Lookup(name); !ok {
-			return o, invalid("image override", name, "unknown service; valid services: "+strings.Join(o.Registry.Names(), ", "))
-		}
-	}
-	keys := LabelKeys(o.LabelPrefix)
-	for k := range o.Labels {
-		if k == keys.Sandbox || k == keys.Owner || k == keys.Engine || k == keys.Call {
-			return o, invalid("label", k, "is set by the provisioner")
-		}
-	}
-	o.Images = maps.Clone(o.Images)
-	o.Labels = maps.Clone(o.Labels)
-	return o, nil
+	return o
 }
 
 // image is the ref to run for e: an explicit override, else
@@ -186,32 +203,12 @@ func ImageEnvName(engine string) string {
 	return ImageEnvPrefix + strings.ToUpper(strings.ReplaceAll(engine, "-", "_"))
 }
 
-// ownerName renders the owner template for id.
-func (o Options) ownerName(id string) string {
+// OwnerName is the owner container's name for owner id under these
+// options: the owner template (default DefaultOwnerTemplate) with the label
+// prefix (default labels.DefaultPrefix) and id filled in.
+func (o Options) OwnerName(id string) string {
+	o = o.withDefaults()
 	return strings.NewReplacer("{prefix}", o.LabelPrefix, "{id}", id).Replace(o.OwnerTemplate)
-}
-
-// Labels are the label keys of one label prefix.
-type Labels struct {
-	// Sandbox ("<prefix>.sandbox", value "1") marks every sandbox.
-	Sandbox string
-	// Owner ("<prefix>.sandbox.owner") holds the owner container's name.
-	Owner string
-	// Engine ("<prefix>.sandbox.engine") holds the engine's name.
-	Engine string
-	// Call ("<prefix>.sandbox.call") identifies the Provision call that
-	// created the sandbox, so that its rollback removes exactly its own.
-	Call string
-}
-
-// LabelKeys returns the label keys for prefix.
-func LabelKeys(prefix string) Labels {
-	return Labels{
-		Sandbox: prefix + ".sandbox",
-		Owner:   prefix + ".sandbox.owner",
-		Engine:  prefix + ".sandbox.engine",
-		Call:    prefix + ".sandbox.call",
-	}
 }
 
 // ContainerName is a sandbox's container name: <prefix>-sandbox-<short>-<id>.

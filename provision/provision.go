@@ -19,11 +19,13 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -43,17 +45,20 @@ const (
 type Provisioner struct {
 	rt   runtime.ContainerRuntime
 	opts Options
-	keys Labels
+	keys labels.Keys
 }
 
-// New returns a Provisioner for rt. It checks opts (an invalid option is an
-// ErrInvalid error) but does not talk to the runtime.
+// New returns a Provisioner for rt. It checks opts (Options.Validate: an
+// invalid option is an ErrInvalid error) but does not talk to the runtime.
 func New(rt runtime.ContainerRuntime, opts Options) (*Provisioner, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Provisioner{rt: rt, opts: o, keys: LabelKeys(o.LabelPrefix)}, nil
+	o := opts.withDefaults()
+	// The maps are the caller's: a later change of theirs must not reach
+	// the provisions of this Provisioner.
+	o.Images, o.Labels = maps.Clone(o.Images), maps.Clone(o.Labels)
+	return &Provisioner{rt: rt, opts: o, keys: labels.For(o.LabelPrefix)}, nil
 }
 
 // Images returns the image each registered engine runs with, after
@@ -67,10 +72,10 @@ func (p *Provisioner) Images() map[string]string {
 }
 
 // Labels returns the label keys this provisioner writes.
-func (p *Provisioner) Labels() Labels { return p.keys }
+func (p *Provisioner) Labels() labels.Keys { return p.keys }
 
 // OwnerName returns the owner container name for ownerID.
-func (p *Provisioner) OwnerName(ownerID string) string { return p.opts.ownerName(ownerID) }
+func (p *Provisioner) OwnerName(ownerID string) string { return p.opts.OwnerName(ownerID) }
 
 // call is one Provision's shared state.
 type call struct {
@@ -104,7 +109,7 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 	if err != nil {
 		return Sandbox{}, err
 	}
-	c := &call{id: randomHex(8), ownerID: ownerID, owner: p.opts.ownerName(ownerID)}
+	c := &call{id: randomHex(8), ownerID: ownerID, owner: p.opts.OwnerName(ownerID)}
 	svcs := make([]*service, len(engs))
 	for i, e := range engs {
 		cred, err := engines.NewCredentials()
@@ -122,7 +127,7 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 		c.redact = append(c.redact, cred.Password)
 	}
 
-	existing, err := p.rt.List(ctx, map[string]string{p.keys.Sandbox: "1", p.keys.Owner: c.owner})
+	existing, err := p.rt.List(ctx, p.keys.OwnedBy(c.owner))
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("provision %s: list existing sandboxes: %w", c.owner, err)
 	}
@@ -276,6 +281,8 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 		return nil
 	}
 	age := p.opts.Now().Sub(old.Created)
+	// Zero only under NoPreClearGrace: then even a creation time ahead of
+	// this clock (skew) is cleared.
 	if p.opts.PreClearGrace > 0 && age < p.opts.PreClearGrace {
 		return fmt.Errorf("%w: %s exists and is %s old, younger than the %s grace window (another provision may be in flight; tear it down first)",
 			ErrConflict, s.name, age.Round(time.Second), p.opts.PreClearGrace)
@@ -295,14 +302,14 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 
 func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 	cc := s.engine.Container(s.cred)
-	labels := maps.Clone(p.opts.Labels)
-	if labels == nil {
-		labels = map[string]string{}
+	lbls := maps.Clone(p.opts.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
 	}
-	labels[p.keys.Sandbox] = "1"
-	labels[p.keys.Owner] = c.owner
-	labels[p.keys.Engine] = s.spec.Name
-	labels[p.keys.Call] = c.id
+	lbls[p.keys.Sandbox] = labels.SandboxValue
+	lbls[p.keys.Owner] = c.owner
+	lbls[p.keys.Engine] = s.spec.Name
+	lbls[p.keys.Call] = c.id
 	tmpfs := make(map[string]string, len(s.spec.Tmpfs))
 	for _, path := range s.spec.Tmpfs {
 		tmpfs[path] = ""
@@ -312,7 +319,7 @@ func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 		Image:       s.image,
 		Env:         maps.Clone(cc.Env),
 		Command:     slices.Clone(cc.Command),
-		Labels:      labels,
+		Labels:      lbls,
 		Tmpfs:       tmpfs,
 		MemoryBytes: p.opts.MemoryBytes,
 		CPUs:        p.opts.CPUs,
@@ -460,7 +467,7 @@ func combine(res runtime.ExecResult) string {
 		}
 		out += string(res.Stderr)
 	}
-	out = trimSpace(out)
+	out = strings.TrimSpace(out)
 	if len(out) > outputMax {
 		out = "..." + out[len(out)-outputMax:]
 	}
@@ -468,16 +475,6 @@ func combine(res runtime.ExecResult) string {
 		out = "(exit status " + strconv.Itoa(res.ExitCode) + ", no output)"
 	}
 	return out
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\n' || s[0] == '\r' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\n' || s[len(s)-1] == '\r' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // waitDial waits until ep accepts a TCP connection from this host.
@@ -523,7 +520,7 @@ func (p *Provisioner) rollback(ctx context.Context, c *call, svcs []*service) er
 		}
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
-	leftovers, err := p.rt.List(lctx, map[string]string{p.keys.Sandbox: "1", p.keys.Call: c.id})
+	leftovers, err := p.rt.List(lctx, map[string]string{p.keys.Sandbox: labels.SandboxValue, p.keys.Call: c.id})
 	cancel()
 	var listErr error
 	if err != nil {

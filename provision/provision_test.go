@@ -20,6 +20,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -86,16 +87,38 @@ func TestOptionsValidation(t *testing.T) {
 		{"BadLabelPrefix", provision.Options{LabelPrefix: "Bad Prefix"}, "label prefix"},
 		{"BadEnvPrefix", provision.Options{EnvPrefix: "lower"}, "env prefix"},
 		{"TemplateWithoutID", provision.Options{OwnerTemplate: "agent"}, "{id}"},
-		{"ReservedLabel", provision.Options{Labels: map[string]string{"roboco.sandbox.owner": "x"}}, "set by the provisioner"},
+		{"ReservedLabel", provision.Options{Labels: map[string]string{keys.Owner: "x"}}, "set by the provisioner"},
 		{"NegativeMemory", provision.Options{MemoryBytes: -1}, "memory"},
+		{"NegativePreClearGrace", provision.Options{PreClearGrace: -time.Second}, `pre-clear grace "-1s": must not be negative`},
+		{"PreClearGraceWithNoPreClearGrace", provision.Options{PreClearGrace: time.Minute, NoPreClearGrace: true}, "say one or the other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := provision.New(fakeruntime.New(), tt.opts)
+			err := tt.opts.Validate()
 			assert.ErrorIs(t, err, provision.ErrInvalid)
 			assert.ErrorContains(t, err, tt.want)
+			_, newErr := provision.New(fakeruntime.New(), tt.opts)
+			assert.Equal(t, err, newErr, "New checks what Validate checks")
 		})
 	}
+	for _, ok := range []provision.Options{{}, {NoPreClearGrace: true}, {PreClearGrace: time.Minute}} {
+		assert.NoError(t, ok.Validate(), "%+v", ok)
+	}
+}
+
+func TestOwnerName(t *testing.T) {
+	assert.Equal(t, "roboco-agent-42", provision.Options{}.OwnerName("42"))
+	assert.Equal(t, "sbx-agent-42", provision.Options{LabelPrefix: "sbx"}.OwnerName("42"))
+	assert.Equal(t, "ci-42-sbx", provision.Options{LabelPrefix: "sbx", OwnerTemplate: "ci-{id}-{prefix}"}.OwnerName("42"))
+}
+
+// TestLabelPrefixRuleIsTheSchemas: the label prefix is checked by the
+// labels package's rule, and the error is both kinds.
+func TestLabelPrefixRuleIsTheSchemas(t *testing.T) {
+	_, err := provision.New(fakeruntime.New(), provision.Options{LabelPrefix: "Bad Prefix"})
+	assert.ErrorIs(t, err, provision.ErrInvalid)
+	assert.ErrorIs(t, err, labels.ErrInvalidPrefix)
+	assert.ErrorContains(t, err, labels.PrefixRule)
 }
 
 func TestHostModeEnv(t *testing.T) {
@@ -253,12 +276,12 @@ func TestNamingLabelsAndLimits(t *testing.T) {
 			specs := runs.get()
 			require.Len(t, specs, 3)
 			for _, s := range specs {
-				engine := s.Labels[tt.prefix+".sandbox.engine"]
+				engine := s.Labels[labels.For(tt.prefix).Engine]
 				e, ok := engines.Default.Lookup(engine)
 				require.True(t, ok, "engine label %q", engine)
-				assert.Equal(t, "1", s.Labels[tt.prefix+".sandbox"])
-				assert.Equal(t, tt.wantOwner, s.Labels[tt.prefix+".sandbox.owner"])
-				assert.Regexp(t, `^[0-9a-f]{16}$`, s.Labels[tt.prefix+".sandbox.call"])
+				assert.Equal(t, "1", s.Labels[labels.For(tt.prefix).Sandbox])
+				assert.Equal(t, tt.wantOwner, s.Labels[labels.For(tt.prefix).Owner])
+				assert.Regexp(t, `^[0-9a-f]{16}$`, s.Labels[labels.For(tt.prefix).Call])
 				assert.Equal(t, "core", s.Labels["team"], "extra labels are added")
 				assert.Len(t, s.Labels, 5)
 				assert.Equal(t, int64(512<<20), s.MemoryBytes)
@@ -538,7 +561,7 @@ func TestRollbackCatchesARunCancelledMidFlight(t *testing.T) {
 	// The runtime creates the container, but the caller's context ends
 	// before Run returns: the provisioner never learns the ID.
 	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
-		if c.Verb == fakeruntime.VerbRun && c.Run.Labels["roboco.sandbox.engine"] == "redis" {
+		if c.Verb == fakeruntime.VerbRun && c.Run.Labels[keys.Engine] == "redis" {
 			spec := c.Run
 			spec.Name = c.Run.Name
 			w.fake.Seed(runtime.Container{Name: spec.Name, Image: spec.Image, Labels: spec.Labels})
@@ -556,11 +579,12 @@ func TestRollbackCatchesARunCancelledMidFlight(t *testing.T) {
 func TestPreClear(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	labels := func(owner string) map[string]string {
-		return map[string]string{"roboco.sandbox": "1", "roboco.sandbox.owner": owner, "roboco.sandbox.engine": "postgres"}
+		return map[string]string{keys.Sandbox: "1", keys.Owner: owner, keys.Engine: "postgres"}
 	}
 	tests := []struct {
 		name       string
 		existing   runtime.Container
+		noGrace    bool // Options.NoPreClearGrace
 		wantErr    error
 		wantKept   bool
 		wantCalled string
@@ -580,6 +604,16 @@ func TestPreClear(t *testing.T) {
 			wantKept: true,
 		},
 		{
+			name:     "NoPreClearGraceReplacesASandboxInGrace",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-30 * time.Second)},
+			noGrace:  true,
+		},
+		{
+			name:     "NoPreClearGraceReplacesOneCreatedAheadOfTheClock",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(time.Second)},
+			noGrace:  true,
+		},
+		{
 			name:     "ForeignContainerWithTheNameIsLeftAlone",
 			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: map[string]string{"app": "other"}, Created: now.Add(-time.Hour)},
 			wantErr:  runtime.ErrAlreadyExists,
@@ -593,6 +627,7 @@ func TestPreClear(t *testing.T) {
 			old := w.fake.Seed(tt.existing)
 			opts := w.options()
 			opts.Now = func() time.Time { return now }
+			opts.NoPreClearGrace = tt.noGrace
 			p := w.provisioner(opts)
 			sb, err := p.Provision(ctxT(t), "5", []string{"postgres", "redis"})
 			_, inspectErr := w.fake.Inspect(ctxT(t), old.ID)
@@ -858,13 +893,13 @@ func TestPreClearLeavesANewerSameNamedContainerAlone(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	const name = "roboco-sandbox-pg-5"
 	newID := func(old runtime.Container) runtime.Container {
-		return runtime.Container{Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, "roboco.sandbox.call", "newcall"), Created: now}
+		return runtime.Container{Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, keys.Call, "newcall"), Created: now}
 	}
 	sameIDNewer := func(old runtime.Container) runtime.Container {
 		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: maps.Clone(old.Labels), Created: now}
 	}
 	sameIDOtherCall := func(old runtime.Container) runtime.Container {
-		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, "roboco.sandbox.call", "newcall"), Created: old.Created}
+		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, keys.Call, "newcall"), Created: old.Created}
 	}
 	duringPull := func(old runtime.Container, c fakeruntime.Call) bool {
 		return c.Verb == fakeruntime.VerbImageExists && c.Object == "postgres:16-alpine"
@@ -894,8 +929,8 @@ func TestPreClearLeavesANewerSameNamedContainerAlone(t *testing.T) {
 				id = name
 			}
 			old := w.fake.Seed(runtime.Container{ID: id, Name: name, Image: "postgres:16-alpine", Created: now.Add(-10 * time.Minute),
-				Labels: map[string]string{"roboco.sandbox": "1", "roboco.sandbox.owner": "roboco-agent-5",
-					"roboco.sandbox.engine": "postgres", "roboco.sandbox.call": "oldcall"}})
+				Labels: map[string]string{keys.Sandbox: "1", keys.Owner: "roboco-agent-5",
+					keys.Engine: "postgres", keys.Call: "oldcall"}})
 			var (
 				replaced atomic.Bool
 				newer    runtime.Container

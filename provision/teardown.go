@@ -24,9 +24,9 @@ func (p *Provisioner) Teardown(ctx context.Context, ownerID string) ([]runtime.C
 	if !ownerIDRE.MatchString(ownerID) {
 		return nil, invalid("owner id", ownerID, "want 1..64 letters, digits, '_', '.' or '-', starting with a letter or digit")
 	}
-	owner := p.opts.ownerName(ownerID)
+	owner := p.opts.OwnerName(ownerID)
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
-	list, err := p.rt.List(lctx, map[string]string{p.keys.Sandbox: "1", p.keys.Owner: owner})
+	list, err := p.rt.List(lctx, p.keys.OwnedBy(owner))
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("teardown %s: list: %w", owner, err)

@@ -19,7 +19,9 @@
 // DOCKER_HOST, CONTAINER_HOST, the well-known sockets; see runtime/detect),
 // and images are overridden by the same SANDBOXER_IMAGE_<ENGINE> variables.
 // When no runtime answers, the test is skipped, or fails when
-// SANDBOXER_REQUIRE is set (CI, where a missing runtime is a failure).
+// SANDBOXER_REQUIRE requires it (CI, where a missing runtime is a
+// failure): SANDBOXER_REQUIRE lists runtimes ("docker,podman", or "all"),
+// and an auto-detected runtime is required when it lists any.
 package sandboxtest
 
 import (
@@ -27,21 +29,24 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 )
 
 // EnvRequire names the variable that turns "no runtime" from a skip into a
-// failure (any non-empty value).
-const EnvRequire = "SANDBOXER_REQUIRE"
+// failure: the required runtimes, comma separated, or "all". A test whose
+// runtime is auto-detected (Options.Detect names none) fails when it
+// names any runtime; one pinned to a runtime, when it names that one.
+const EnvRequire = testenv.EnvRequire
 
 // teardownTimeout bounds the cleanup's teardown.
 const teardownTimeout = 60 * time.Second
@@ -99,8 +104,8 @@ func Start(t testing.TB, services ...string) *Sandbox {
 
 // StartWith provisions services with opts and registers their teardown on
 // t.Cleanup. It ends the test when that is not possible: a skip when no
-// runtime answers (a failure under SANDBOXER_REQUIRE), a failure for bad
-// input or a provisioning failure.
+// runtime answers (a failure when SANDBOXER_REQUIRE requires it), a failure
+// for bad input or a provisioning failure.
 func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 	t.Helper()
 	timeout := opts.Timeout
@@ -112,19 +117,19 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 
 	prefix := opts.LabelPrefix
 	if prefix == "" {
-		prefix = provision.DefaultLabelPrefix
+		prefix = labels.DefaultPrefix
 	}
 	envPrefix := opts.EnvPrefix
 	if envPrefix == "" {
 		envPrefix = provision.DefaultEnvPrefix
 	}
-	labels, err := janitor.ProcessOwnerLabels(prefix)
+	lbls, err := janitor.ProcessOwnerLabels(prefix)
 	if err != nil {
 		// Not Linux: the sandboxes are then only the cleanup's to remove.
 		t.Logf("sandboxtest: no process identity (%v): a janitor will not recognise this test as the owner", err)
-		labels = map[string]string{}
+		lbls = map[string]string{}
 	}
-	labels[prefix+".sandboxtest.test"] = labelValue(t.Name())
+	lbls[prefix+".sandboxtest.test"] = labelValue(t.Name())
 	popts := provision.Options{
 		Images:       opts.Images,
 		LabelPrefix:  prefix,
@@ -132,16 +137,17 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 		MemoryBytes:  opts.MemoryBytes,
 		CPUs:         opts.CPUs,
 		ReadyTimeout: opts.ReadyTimeout,
-		Labels:       labels,
+		Labels:       lbls,
 	}
-	if _, err := provision.New(nil, popts); err != nil {
+	if err := popts.Validate(); err != nil {
 		t.Fatalf("sandboxtest: %v", err)
 	}
 
 	sel, err := detect.Detect(ctx, opts.Detect)
 	if err != nil {
-		if errors.Is(err, runtime.ErrUnavailable) && os.Getenv(EnvRequire) == "" {
-			t.Skipf("sandboxtest: no container runtime: %v", err)
+		if errors.Is(err, runtime.ErrUnavailable) {
+			// A skip, or a failure when the runtime is required.
+			testenv.Unavailable(t, askedRuntime(opts.Detect), "sandboxtest: %v", err)
 		}
 		t.Fatalf("sandboxtest: %v", err)
 	}
@@ -207,6 +213,16 @@ func (s *Sandbox) Setenv() {
 	for _, v := range s.Env {
 		s.t.Setenv(v.Name, v.Value)
 	}
+}
+
+// askedRuntime is the runtime the detection options ask for, as
+// SANDBOXER_REQUIRE names it: testenv.AnyRuntime for auto-detection.
+func askedRuntime(opts detect.Options) string {
+	name, _, err := detect.Choice(opts)
+	if err != nil || name == detect.Auto {
+		return testenv.AnyRuntime
+	}
+	return name
 }
 
 // labelValue keeps a test name usable as a label value.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 	"github.com/roboco/sandboxer/runtime/docker"
@@ -61,7 +64,7 @@ func onDocker(t *testing.T, services ...string) (sandboxtest.Options, runtime.Co
 func removeAll(t *testing.T, rt runtime.ContainerRuntime, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	left, err := rt.List(ctx, map[string]string{prefix + ".sandbox": "1"})
+	left, err := rt.List(ctx, labels.For(prefix).Sandboxes())
 	if err != nil {
 		t.Logf("cleanup: list: %v", err)
 		return
@@ -83,7 +86,7 @@ func listed(t *testing.T, rt runtime.ContainerRuntime, prefix string) []runtime.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got, err := rt.List(ctx, map[string]string{prefix + ".sandbox": "1"})
+	got, err := rt.List(ctx, labels.For(prefix).Sandboxes())
 	require.NoError(t, err)
 	return got
 }
@@ -187,12 +190,12 @@ func TestOwnedByTheTestProcess(t *testing.T) {
 	sb := sandboxtest.StartWith(t, opts, "redis")
 	got := listed(t, rt, opts.LabelPrefix)
 	require.Len(t, got, 1)
-	assert.Equal(t, strconv.Itoa(os.Getpid()), got[0].Labels[janitor.OwnerLabel(opts.LabelPrefix)+".pid"])
+	assert.Equal(t, strconv.Itoa(os.Getpid()), got[0].Labels[labels.For(opts.LabelPrefix).OwnerPID])
 
 	// A sweep with no grace still skips a sandbox created within the last
 	// whole second (creation times may be truncated): sweep until it is
 	// judged.
-	j := janitor.New(rt, janitor.Options{Prefix: opts.LabelPrefix, Grace: time.Nanosecond})
+	j := janitor.New(rt, janitor.Options{Prefix: opts.LabelPrefix, NoGrace: true})
 	var rep janitor.Report
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -214,4 +217,63 @@ func TestSetenvExportsTheEnv(t *testing.T) {
 	sb.Setenv()
 	assert.Equal(t, sb.DSN("redis"), os.Getenv("MYAPP_REDIS_URL"))
 	assert.NotEmpty(t, os.Getenv("MYAPP_REDIS_PASSWORD"))
+}
+
+// envNoRuntime asks TestNoRuntimeChild, in a child test binary, to start a
+// sandbox where no runtime can answer, on this runtime ("auto": detected).
+const envNoRuntime = "SANDBOXTEST_NO_RUNTIME"
+
+// TestNoRuntimeChild is TestNoRuntimeSkipsUnlessRequired's child: it ends
+// as StartWith ends it.
+func TestNoRuntimeChild(t *testing.T) {
+	asked, ok := os.LookupEnv(envNoRuntime)
+	if !ok {
+		t.Skip("run as a child of TestNoRuntimeSkipsUnlessRequired")
+	}
+	if asked == testenv.AnyRuntime {
+		asked = ""
+	}
+	nothing := detect.Options{
+		Runtime:      asked,
+		Getenv:       func(string) string { return "" },
+		SocketExists: func(string) bool { return false },
+	}
+	sandboxtest.StartWith(t, sandboxtest.Options{Detect: nothing}, "redis")
+	t.Fatal("StartWith returned with no runtime")
+}
+
+// TestNoRuntimeSkipsUnlessRequired: with no runtime, StartWith skips the
+// test, or fails it when SANDBOXER_REQUIRE lists the runtime it asked for
+// (any runtime, for auto-detection); either way with testenv's marker.
+func TestNoRuntimeSkipsUnlessRequired(t *testing.T) {
+	tests := []struct {
+		name     string
+		asked    string
+		require  string
+		wantFail bool
+	}{
+		{name: "AutoNotRequired", asked: testenv.AnyRuntime, require: ""},
+		{name: "AutoRequiredByAnyRuntime", asked: testenv.AnyRuntime, require: "podman", wantFail: true},
+		{name: "DockerNotRequired", asked: "docker", require: "podman,containerd"},
+		{name: "DockerRequired", asked: "docker", require: "podman,docker", wantFail: true},
+		{name: "DockerRequiredByAll", asked: "docker", require: "all", wantFail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestNoRuntimeChild$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), envNoRuntime+"="+tt.asked, testenv.EnvRequire+"="+tt.require)
+			out, err := cmd.Output()
+			marker := testenv.MarkerSkipped + " runtime=" + tt.asked + " test=TestNoRuntimeChild\n"
+			if tt.wantFail {
+				var ee *exec.ExitError
+				require.True(t, errors.As(err, &ee), "the child test failed: %v", err)
+				assert.Contains(t, string(out), "--- FAIL: TestNoRuntimeChild")
+				marker = testenv.MarkerRequiredSkipped + " runtime=" + tt.asked + " test=TestNoRuntimeChild\n"
+			} else {
+				require.NoError(t, err)
+				assert.Contains(t, string(out), "--- SKIP: TestNoRuntimeChild")
+			}
+			assert.Contains(t, string(out), marker)
+		})
+	}
 }

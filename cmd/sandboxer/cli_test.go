@@ -30,6 +30,8 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 )
@@ -179,13 +181,13 @@ func (c *cli) mustSbx(args ...string) result {
 // containers lists the sandboxes under the test's prefix.
 func (c *cli) containers() []runtime.Container {
 	c.t.Helper()
-	return c.list(map[string]string{c.prefix + ".sandbox": "1"})
+	return c.list(labels.For(c.prefix).Sandboxes())
 }
 
 // ownedBy lists the sandboxes of owner id under the test's prefix.
 func (c *cli) ownedBy(id string) []runtime.Container {
 	c.t.Helper()
-	return c.list(map[string]string{c.prefix + ".sandbox": "1", c.prefix + ".sandbox.owner": c.prefix + "-agent-" + id})
+	return c.list(labels.For(c.prefix).OwnedBy(provision.Options{LabelPrefix: c.prefix}.OwnerName(id)))
 }
 
 func (c *cli) list(selector map[string]string) []runtime.Container {
@@ -200,7 +202,7 @@ func (c *cli) list(selector map[string]string) []runtime.Container {
 func (c *cli) removeAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, sel := range []map[string]string{{c.prefix + ".sandbox": "1"}, {c.prefix + ".test": "1"}} {
+	for _, sel := range []map[string]string{labels.For(c.prefix).Sandboxes(), {c.prefix + ".test": "1"}} {
 		left, err := c.rt.List(ctx, sel)
 		if err != nil {
 			c.t.Logf("cleanup: %v", err)

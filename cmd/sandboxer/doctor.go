@@ -66,7 +66,7 @@ Exits 3 when no runtime answered.`,
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			if err := checkOptions(a.provisionOptions()); err != nil {
+			if err := a.provisionOptions().Validate(); err != nil {
 				return err
 			}
 			ctx := cmd.Context()

@@ -33,7 +33,7 @@ print the names removed. Tearing down an owner with nothing is not an error.
 			}
 			opts := a.provisionOptions()
 			opts.OwnerTemplate = template
-			if err := checkOptions(opts); err != nil {
+			if err := opts.Validate(); err != nil {
 				return err
 			}
 			if _, err := provision.Validate(a.registry, owner, a.registry.Names()); err != nil {
@@ -70,10 +70,9 @@ print the names removed. Tearing down an owner with nothing is not an error.
 					}
 				}
 			}
-			p, _ := provision.New(nil, opts) // checked above
-			a.log.Info("teardown", "owner", p.OwnerName(owner), "removed", n, "runtimes", len(l.targets))
+			a.log.Info("teardown", "owner", opts.OwnerName(owner), "removed", n, "runtimes", len(l.targets))
 			if err := joinErrors(append(errs, l.missing)...); err != nil {
-				return fmt.Errorf("down %s: %w", p.OwnerName(owner), err)
+				return fmt.Errorf("down %s: %w", opts.OwnerName(owner), err)
 			}
 			return nil
 		}),

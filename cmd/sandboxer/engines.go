@@ -67,7 +67,7 @@ valid service names): image in effect (default, SANDBOXER_IMAGE_<ENGINE> or
 sandbox) with its deadline, and the env variables it emits (--env-prefix).`,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
-			if err := checkOptions(a.provisionOptions()); err != nil {
+			if err := a.provisionOptions().Validate(); err != nil {
 				return err
 			}
 			infos := a.describeEngines()

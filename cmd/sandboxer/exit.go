@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
@@ -91,7 +92,7 @@ func exitCode(err error, sig os.Signal) int {
 	case sig != nil:
 		// A command that fails after a caught signal failed because of it.
 		return signalCode(sig)
-	case errors.As(err, &ue), errors.Is(err, provision.ErrInvalid), errors.Is(err, detect.ErrUnknownRuntime):
+	case errors.As(err, &ue), errors.Is(err, provision.ErrInvalid), errors.Is(err, janitor.ErrInvalid), errors.Is(err, detect.ErrUnknownRuntime):
 		return ExitUsage
 	case errors.Is(err, runtime.ErrUnavailable):
 		return ExitUnavailable

@@ -13,14 +13,18 @@ import (
 	"github.com/roboco/sandboxer/janitor"
 )
 
-// janitorGrace converts the --grace flag: janitor.Options treats 0 as "the
-// default", so an explicit 0s ("no grace") becomes the smallest positive
-// grace.
-func janitorGrace(d time.Duration) time.Duration {
-	if d <= 0 {
-		return time.Nanosecond
+// janitorOptions are the janitor options of gc and janitor: the label
+// prefix, and --grace, where 0s means no grace window at all. They are
+// checked before any runtime is contacted.
+func (a *app) janitorOptions(grace time.Duration) (janitor.Options, error) {
+	if err := durationFlag("grace", grace); err != nil {
+		return janitor.Options{}, err
 	}
-	return d
+	opts := janitor.Options{Prefix: a.labelPrefix, Grace: grace, NoGrace: grace == 0, Logger: a.log}
+	if err := opts.Validate(); err != nil {
+		return janitor.Options{}, &usageError{err}
+	}
+	return opts, nil
 }
 
 // sweptJSON is one sandbox of a sweep report, for --format json.
@@ -111,16 +115,18 @@ not be judged or removed.
 ` + lookRuleHelp,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
-			if err := durationFlag("grace", grace); err != nil {
+			jopts, err := a.janitorOptions(grace)
+			if err != nil {
 				return err
 			}
+			jopts.DryRun = dryRun
 			if err := checkTimeout(timeout); err != nil {
 				return err
 			}
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			if err := checkOptions(a.provisionOptions()); err != nil {
+			if err := a.provisionOptions().Validate(); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -131,7 +137,9 @@ not be judged or removed.
 			defer l.Close()
 			sweeps := make([]sweep, len(l.targets))
 			errs := onEach(ctx, l.targets, timeout, func(ctx context.Context, i int, t target) error {
-				j := janitor.New(t.RT, janitor.Options{Prefix: a.labelPrefix, Grace: janitorGrace(grace), DryRun: dryRun, Logger: a.log.With("runtime", t.label)})
+				o := jopts
+				o.Logger = a.log.With("runtime", t.label)
+				j := janitor.New(t.RT, o)
 				var err error
 				sweeps[i].rep, err = j.Sweep(ctx)
 				sweeps[i].on = t.label
@@ -224,13 +232,14 @@ inside the orchestrator. It sweeps one runtime, chosen as up chooses it:
 run one janitor per runtime (--runtime) on a host with several.`,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
-			if err := durationFlag("grace", grace); err != nil {
+			jopts, err := a.janitorOptions(grace)
+			if err != nil {
 				return err
 			}
 			if interval <= 0 {
 				return usagef("--interval %s: must be positive", interval)
 			}
-			if err := checkOptions(a.provisionOptions()); err != nil {
+			if err := a.provisionOptions().Validate(); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -240,7 +249,7 @@ run one janitor per runtime (--runtime) on a host with several.`,
 			}
 			defer rt.Close()
 			a.log.Info("janitor started", "runtime", rt.Name(), "endpoint", rt.Endpoint(), "prefix", a.labelPrefix, "interval", interval, "grace", grace)
-			j := janitor.New(rt, janitor.Options{Prefix: a.labelPrefix, Grace: janitorGrace(grace), Logger: a.log})
+			j := janitor.New(rt, jopts)
 			if err := j.Run(ctx, interval); err != nil {
 				return err
 			}

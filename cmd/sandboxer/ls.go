@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roboco/sandboxer/engines"
-	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -66,17 +66,16 @@ and the runtime the sandbox is on.
 			}
 			opts := a.provisionOptions()
 			opts.OwnerTemplate = template
-			if err := checkOptions(opts); err != nil {
+			if err := opts.Validate(); err != nil {
 				return err
 			}
-			keys := provision.LabelKeys(a.labelPrefix)
-			selector := map[string]string{keys.Sandbox: "1"}
+			keys := labels.For(a.labelPrefix)
+			selector := keys.Sandboxes()
 			if owner != "" {
 				if _, err := provision.Validate(a.registry, owner, a.registry.Names()); err != nil {
 					return err
 				}
-				p, _ := provision.New(nil, opts)
-				selector[keys.Owner] = p.OwnerName(owner)
+				selector[keys.Owner] = opts.OwnerName(owner)
 			}
 			ctx := cmd.Context()
 			l, err := a.lookAt(ctx)
@@ -125,19 +124,20 @@ and the runtime the sandbox is on.
 // listedOf reads a sandbox's labels, state and endpoint; it is on the
 // runtime on.
 func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
-	engine := c.Labels[janitor.EngineLabel(a.labelPrefix)]
+	keys := labels.For(a.labelPrefix)
+	engine := c.Labels[keys.Engine]
 	l := listed{
 		Name:            c.Name,
 		ID:              c.ID,
 		Engine:          engine,
 		Image:           c.Image,
-		Owner:           c.Labels[janitor.OwnerLabel(a.labelPrefix)],
+		Owner:           c.Labels[keys.Owner],
 		State:           c.State,
 		Created:         c.Created,
 		Runtime:         on.label,
 		RuntimeEndpoint: on.Endpoint,
 	}
-	if pid, err := strconv.Atoi(c.Labels[janitor.OwnerLabel(a.labelPrefix)+".pid"]); err == nil {
+	if pid, err := strconv.Atoi(c.Labels[keys.OwnerPID]); err == nil {
 		l.OwnerPID = pid
 	}
 	if !c.Created.IsZero() {

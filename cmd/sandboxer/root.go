@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
@@ -164,7 +164,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.containerdAddress, "containerd-address", "", "containerd socket (default CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
 	f.StringVar(&a.containerdNamespace, "containerd-namespace", "", "containerd namespace (default CONTAINERD_NAMESPACE, else sandboxer)")
 	f.StringArrayVar(&a.images, "image", nil, "ENGINE=REF: run ENGINE from REF (repeatable; env SANDBOXER_IMAGE_<ENGINE>)")
-	f.StringVar(&a.labelPrefix, "label-prefix", provision.DefaultLabelPrefix, "prefix of container names and labels")
+	f.StringVar(&a.labelPrefix, "label-prefix", labels.DefaultPrefix, "prefix of container names and labels")
 	f.StringVar(&a.envPrefix, "env-prefix", provision.DefaultEnvPrefix, "prefix of the emitted env variables")
 	f.StringVar(&a.memory, "memory", "512m", "memory limit per sandbox (bytes, or with a k, m or g suffix)")
 	f.Float64Var(&a.cpus, "cpus", provision.DefaultCPUs, "CPU quota per sandbox, in cores (fractional)")
@@ -275,14 +275,6 @@ func (a *app) provisionOptions() provision.Options {
 	}
 }
 
-// checkOptions validates provisioner options before any runtime is
-// contacted, so that bad input is a usage error whatever the runtime's
-// state (provision.New checks options without talking to the runtime).
-func checkOptions(opts provision.Options) error {
-	_, err := provision.New(nil, opts)
-	return err
-}
-
 // ownerFlags adds --owner and --owner-template to cmd.
 func ownerFlags(f *pflag.FlagSet, owner, template *string, ownerHelp string) {
 	f.StringVar(owner, "owner", "", ownerHelp)
@@ -309,36 +301,25 @@ func parseImages(reg *engines.Registry, vals []string) (map[string]string, error
 	return out, nil
 }
 
-// parseSize reads a byte count: a number with an optional binary unit
-// (b, k, m, g, t; "kb", "kib" and upper case accepted), as docker --memory.
+// parseSize reads a byte count as docker --memory does (go-units'
+// RAMInBytes: a number with an optional binary unit, b, k, m, g, t or p;
+// "kb", "kib" and upper case accepted), at least 1 MiB. Two answers stay
+// the CLI's own: a negative size "must be positive" (RAMInBytes only says
+// "invalid size"), and a space inside the value ("1 g", which RAMInBytes
+// takes) is refused, as it always was here.
 func parseSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		case 't':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:n-1]
-		}
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, errors.New("want a size such as 512m, 1g or 268435456")
-	}
-	if f <= 0 {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "-") {
 		return 0, errors.New("must be positive")
 	}
-	n := int64(f * float64(mult))
-	if n < 1<<20 {
+	n, err := units.RAMInBytes(t)
+	if err != nil || strings.ContainsAny(t, " \t") {
+		return 0, errors.New("want a size such as 512m, 1g or 268435456")
+	}
+	if n <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	if n < units.MiB {
 		return 0, errors.New("must be at least 1m")
 	}
 	return n, nil

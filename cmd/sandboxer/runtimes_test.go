@@ -15,6 +15,8 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 )
@@ -41,16 +43,21 @@ func newHost() *host {
 	return h
 }
 
-// sandbox seeds a sandbox of owner id (prefix roboco, default template) on
-// runtime name, created a minute ago.
+// sandbox seeds a sandbox of engine for owner id (default prefix and
+// template) on runtime name, created a minute ago.
 func (h *host) sandbox(name, engine, id string) runtime.Container {
+	e, ok := engines.Default.Lookup(engine)
+	if !ok {
+		panic("no engine " + engine)
+	}
+	keys := labels.For(labels.DefaultPrefix)
+	lbls := keys.OwnedBy(provision.Options{}.OwnerName(id))
+	lbls[keys.Engine] = engine
 	return h.fakes[name].Seed(runtime.Container{
-		Name:    "roboco-sandbox-" + engine + "-" + id,
-		Image:   engine,
+		Name:    provision.ContainerName(labels.DefaultPrefix, e.Spec().Short, id),
+		Image:   e.Spec().Image,
 		Created: time.Now().Add(-time.Minute),
-		Labels: map[string]string{
-			"roboco.sandbox": "1", "roboco.sandbox.owner": "roboco-agent-" + id, "roboco.sandbox.engine": engine,
-		},
+		Labels:  lbls,
 	})
 }
 
@@ -155,7 +162,7 @@ func TestDownLooksAtEveryPresentRuntime(t *testing.T) {
 			h := newHost()
 			h.sandbox("docker", "redis", "a1")
 			h.sandbox("docker", "redis", "b2")
-			h.sandbox("podman", "pg", "a1")
+			h.sandbox("podman", "postgres", "a1")
 			for _, d := range tt.dead {
 				h.dead[d] = true
 			}
@@ -182,7 +189,7 @@ func TestLsShowsTheRuntimeOfEachSandbox(t *testing.T) {
 	h := newHost()
 	h.sandbox("docker", "redis", "a1")
 	h.sandbox("containerd", "mongo", "a1")
-	h.sandbox("podman", "pg", "b2")
+	h.sandbox("podman", "postgres", "b2")
 
 	code, stdout, stderr := h.run(t, "ls", "-o", "json")
 	require.Equal(t, ExitOK, code, stderr)
@@ -234,7 +241,7 @@ func TestLsListsWhatTheOthersHoldThenFails(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHost()
 			h.sandbox("docker", "redis", "a1")
-			h.sandbox("podman", "pg", "a1")
+			h.sandbox("podman", "postgres", "a1")
 			tt.prepare(h)
 			start := time.Now()
 			code, stdout, stderr := h.run(t, tt.args...)
@@ -266,7 +273,7 @@ func TestLsListsAContainerSeenThroughTwoEndpointsOnce(t *testing.T) {
 func TestGCSweepsEveryPresentRuntime(t *testing.T) {
 	h := newHost()
 	h.sandbox("docker", "redis", "a1")
-	h.sandbox("podman", "pg", "b2")
+	h.sandbox("podman", "postgres", "b2")
 	h.fakes["podman"].Seed(runtime.Container{Name: "roboco-agent-b2"}) // b2's owner is alive
 	h.dead["containerd"] = true
 
@@ -289,7 +296,7 @@ func TestGCSweepsEveryPresentRuntime(t *testing.T) {
 	code, stdout, stderr = h.run(t, "gc", "--grace", "0s")
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Regexp(t, `removed\s+roboco-sandbox-redis-a1\s+redis\s+owner roboco-agent-a1\s+age \S+\s+on docker`, stdout)
-	assert.Regexp(t, `kept\s+roboco-sandbox-pg-b2\s+pg\s+owner roboco-agent-b2\s+age \S+\s+on podman`, stdout)
+	assert.Regexp(t, `kept\s+roboco-sandbox-pg-b2\s+postgres\s+owner roboco-agent-b2\s+age \S+\s+on podman`, stdout)
 	assert.Contains(t, stdout, "removed 1, vanished 0, kept 1, skipped 0 (in grace), errors 0 on docker, podman, containerd")
 	assert.Empty(t, h.names("docker"))
 }

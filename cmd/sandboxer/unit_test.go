@@ -79,6 +79,8 @@ func TestUsageErrorsComeBeforeAnyRuntimeContact(t *testing.T) {
 		{"QuietAndVerbose", nil, []string{"-q", "-v", "ls"}, "none of the others can be"},
 		{"RunWithoutCMD", nil, []string{"run", "-s", "redis"}, "requires at least 1 arg"},
 		{"NegativeGrace", nil, []string{"gc", "--grace", "-1s"}, "--grace -1s"},
+		{"NegativeJanitorGrace", nil, []string{"janitor", "--grace", "-1s"}, "--grace -1s"},
+		{"BadLabelPrefixForGC", nil, []string{"--label-prefix", "Bad", "gc"}, `invalid label prefix "Bad"`},
 		{"ZeroInterval", nil, []string{"janitor", "--interval", "0s"}, "--interval 0s"},
 		{"EnvFileIsADirectory", nil, []string{"up", "--owner", "1", "-s", "redis", "--env-file", os.TempDir()}, "is a directory"},
 	}
@@ -92,6 +94,25 @@ func TestUsageErrorsComeBeforeAnyRuntimeContact(t *testing.T) {
 			assert.True(t, strings.HasPrefix(stderr, "sandboxer: "), stderr)
 		})
 	}
+}
+
+// TestGraceFlag: --grace 0s is no grace window at all (janitor.NoGrace),
+// not the default and not a nanosecond.
+func TestGraceFlag(t *testing.T) {
+	a := &app{labelPrefix: "sbx"}
+	opts, err := a.janitorOptions(0)
+	require.NoError(t, err)
+	assert.True(t, opts.NoGrace)
+	assert.Zero(t, opts.Grace)
+	assert.Equal(t, "sbx", opts.Prefix)
+
+	opts, err = a.janitorOptions(30 * time.Second)
+	require.NoError(t, err)
+	assert.False(t, opts.NoGrace)
+	assert.Equal(t, 30*time.Second, opts.Grace)
+
+	_, err = a.janitorOptions(-time.Second)
+	assert.Equal(t, ExitUsage, exitCode(err, nil))
 }
 
 func TestUnreachableRuntimeIsExit3(t *testing.T) {
@@ -156,6 +177,8 @@ func TestParseSize(t *testing.T) {
 		{"1.5g", 3 << 29, ""},
 		{"268435456", 268435456, ""},
 		{"2048k", 2 << 20, ""},
+		{" 512m ", 512 << 20, ""},
+		{"1GiB", 1 << 30, ""},
 		{"", 0, "want a size"},
 		{"lots", 0, "want a size"},
 		{"12x", 0, "want a size"},

@@ -54,7 +54,7 @@ func (pf *provisionFlags) options(a *app, ownerID string) (provision.Options, []
 	opts.OwnerTemplate = pf.ownerTemplate
 	opts.ReadyTimeout = pf.readyTimeout
 	opts.PullTimeout = pf.pullTimeout
-	if err := checkOptions(opts); err != nil {
+	if err := opts.Validate(); err != nil {
 		return provision.Options{}, nil, err
 	}
 	return opts, services, nil

@@ -24,12 +24,13 @@ import (
 	"syscall"
 
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime/docker"
 )
 
 func main() {
-	prefix := flag.String("prefix", provision.DefaultLabelPrefix, "label prefix")
+	prefix := flag.String("prefix", labels.DefaultPrefix, "label prefix")
 	owner := flag.String("owner", "crash", "owner id")
 	services := flag.String("services", "postgres,redis,mongo", "services to provision")
 	flag.Parse()

@@ -1,17 +1,56 @@
 // Package testenv is what sandboxer's tests share about their environment:
 // the fixtures that `make env` writes to build/images.env, and the rule that
 // a runtime listed in SANDBOXER_REQUIRE must answer (a missing runtime or
-// image then fails the test instead of skipping it).
+// image then fails the test instead of skipping it). Unavailable is where
+// a missing runtime ends a test, and it says so in a marker line that
+// hack/ci.sh reads.
 package testenv
 
 import (
 	"bufio"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 )
+
+// EnvRequire is the variable that lists the required runtimes, comma or
+// space separated ("docker,podman"), or RequireAll. A test that a required
+// runtime (or one of its fixtures) is missing for fails instead of
+// skipping.
+const EnvRequire = "SANDBOXER_REQUIRE"
+
+// RequireAll in EnvRequire requires every runtime.
+const RequireAll = "all"
+
+// AnyRuntime is the runtime of a test that takes whichever runtime
+// answers (auto-detection: sandboxtest). It is required when EnvRequire
+// requires any runtime at all.
+const AnyRuntime = "auto"
+
+// Marker lines, printed on stdout by Unavailable, one line each:
+//
+//	SANDBOXER-SKIPPED runtime=<name> test=<test name>
+//	SANDBOXER-REQUIRED-SKIPPED runtime=<name> test=<test name>
+//
+// The second one comes with the test's failure; hack/ci.sh fails the run
+// on it, and counts the first one per runtime.
+const (
+	// MarkerSkipped starts the line of a test skipped for want of a
+	// runtime that is not required.
+	MarkerSkipped = "SANDBOXER-SKIPPED"
+	// MarkerRequiredSkipped starts the line of a test that a required
+	// runtime was missing for (the test fails).
+	MarkerRequiredSkipped = "SANDBOXER-REQUIRED-SKIPPED"
+)
+
+// markers is where the marker lines go: the test binary's stdout, which
+// `go test -v` copies into the log as it is, one line per write.
+var markers io.Writer = os.Stdout
 
 var loadOnce sync.Once
 
@@ -71,28 +110,35 @@ func Getenv(key string) string {
 	return os.Getenv(key)
 }
 
-// Required reports whether SANDBOXER_REQUIRE (comma or space separated)
-// names the runtime, or is "all".
+// Required reports whether EnvRequire requires runtime: it names it, or
+// is RequireAll; AnyRuntime is required when EnvRequire is not empty. The
+// variable is read from the process environment only (build/images.env
+// never sets it), so that sandboxtest can ask from another module's tests.
 func Required(runtime string) bool {
-	for _, f := range strings.FieldsFunc(Getenv("SANDBOXER_REQUIRE"), func(r rune) bool {
+	names := strings.FieldsFunc(os.Getenv(EnvRequire), func(r rune) bool {
 		return r == ',' || r == ' '
-	}) {
-		if f == runtime || f == "all" {
-			return true
-		}
+	})
+	if runtime == AnyRuntime {
+		return len(names) > 0
 	}
-	return false
+	return slices.Contains(names, runtime) || slices.Contains(names, RequireAll)
 }
 
 // Unavailable ends a test that cannot run because the runtime (or a fixture
 // it needs) is missing: a skip normally, a failure when the runtime is
-// required.
+// required. Either way it first prints a marker line (MarkerSkipped or
+// MarkerRequiredSkipped) on stdout, so that a CI run can tell which
+// runtimes its tests did not cover without reading their messages.
 func Unavailable(t testing.TB, runtime, format string, args ...any) {
 	t.Helper()
+	msg := fmt.Sprintf(format, args...)
 	if Required(runtime) {
-		t.Fatalf("%s is required (SANDBOXER_REQUIRE) but unavailable: "+format, append([]any{runtime}, args...)...)
+		fmt.Fprintf(markers, "%s runtime=%s test=%s\n", MarkerRequiredSkipped, runtime, t.Name())
+		t.Fatalf("%s is required (%s) but unavailable: %s", runtime, EnvRequire, msg)
+		return
 	}
-	t.Skipf("%s unavailable: "+format, append([]any{runtime}, args...)...)
+	fmt.Fprintf(markers, "%s runtime=%s test=%s\n", MarkerSkipped, runtime, t.Name())
+	t.Skipf("%s unavailable: %s", runtime, msg)
 }
 
 // Image returns the ref of SANDBOXER_IMAGE_<NAME> (NAME upper-cased), or

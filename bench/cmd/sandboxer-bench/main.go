@@ -90,7 +90,9 @@ func main() {
 	var (
 		runtimes     = flag.String("runtime", "all", "runtimes to measure, comma-separated (docker, podman, containerd), or all")
 		rounds       = flag.Int("n", defN, "rounds of the provisioning figures (env SANDBOXER_BENCH_N)")
-		owners       = flag.Int("owners", 20, "owners provisioning postgres at once")
+		owners       = flag.Int("owners", 20, "owners provisioning -owners-engine at once")
+		ownersEngine = flag.String("owners-engine", "", "engine the owners provision at once (default: the registry's first, postgres)")
+		sweepEngine  = flag.String("sweep-engine", "", "engine of the real sandboxes swept (default: the one quickest to be ready, redis)")
 		ownersRounds = flag.Int("owners-rounds", 1, "rounds of the owners-at-once figure")
 		sweep        = flag.Int("sweep", 50, "real sandboxes per janitor sweep")
 		sweepRounds  = flag.Int("sweep-rounds", 5, "rounds of the real janitor sweeps")
@@ -126,8 +128,8 @@ func main() {
 	failed := false
 	for _, b := range chosen {
 		suite := &bench.Suite{
-			Images: images, Rounds: *rounds, Owners: *owners, OwnersRounds: *ownersRounds,
-			RealSweep: *sweep, SweepRounds: *sweepRounds, FakeSweep: *fake, ImageChecks: *imageChecks,
+			Images: images, Rounds: *rounds, Owners: *owners, OwnersRounds: *ownersRounds, OwnersEngine: *ownersEngine,
+			RealSweep: *sweep, SweepRounds: *sweepRounds, SweepEngine: *sweepEngine, FakeSweep: *fake, ImageChecks: *imageChecks,
 			Logger: logger.With("runtime", b.name),
 		}
 		rep, err := measure(ctx, b, suite)

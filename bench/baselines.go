@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// spec is the run spec the provisioner would use for engine, in host
+// mode, with the bench's labels instead of a sandbox's.
+func (s *Suite) spec(engine, name string, cred engines.Credentials, labels map[string]string) runtime.RunSpec {
+	e, _ := s.Registry.Lookup(engine)
+	sp := e.Spec()
+	cc := e.Container(cred)
+	tmpfs := map[string]string{}
+	for _, path := range sp.Tmpfs {
+		tmpfs[path] = ""
+	}
+	return runtime.RunSpec{
+		Name:        name,
+		Image:       s.Images[engine],
+		Env:         cc.Env,
+		Command:     cc.Command,
+		Labels:      labels,
+		Tmpfs:       tmpfs,
+		MemoryBytes: provision.DefaultMemoryBytes,
+		CPUs:        provision.DefaultCPUs,
+		Ports:       []runtime.PortSpec{{ContainerPort: sp.Port, Protocol: "tcp", HostIP: runtime.DefaultHostIP}},
+	}
+}
+
+func (s *Suite) benchLabels() map[string]string { return map[string]string{s.prefix + ".bench": "1"} }
+
+// baseline runs engine's image through the floor and polls a real client
+// login every 20 ms; it returns the time from the run request to the first
+// login, and the container's ID (to remove, even on failure).
+func (s *Suite) baseline(ctx context.Context, engine, tag string) (time.Duration, string, error) {
+	e, _ := s.Registry.Lookup(engine)
+	return s.baselineWith(ctx, engine, tag, e.Spec().ReadyTimeout, false)
+}
+
+// baselineWith is baseline with a login deadline; record also records the
+// run request's own time.
+func (s *Suite) baselineWith(ctx context.Context, engine, tag string, timeout time.Duration, record bool) (time.Duration, string, error) {
+	e, _ := s.Registry.Lookup(engine)
+	cred, err := engines.NewCredentials()
+	if err != nil {
+		return 0, "", err
+	}
+	// Named as the provisioner names a sandbox, under an owner id of its
+	// own; labelled for the bench only.
+	name := provision.ContainerName(s.prefix, e.Spec().Short, "base-"+tag+"-"+randomHex(2))
+	spec := s.spec(engine, name, cred, s.benchLabels())
+	start := time.Now()
+	id, port, err := s.Floor.Run(ctx, spec)
+	if err != nil {
+		return 0, id, err
+	}
+	ran := time.Since(start)
+	v, ok := URLVar(e.Env("X", engines.Endpoint{Host: runtime.DefaultHostIP, Port: port}, cred))
+	if !ok {
+		return 0, id, fmt.Errorf("%s emits no URL", engine)
+	}
+	login, ok := Logins[engine]
+	if !ok {
+		return 0, id, fmt.Errorf("no client login for %s", engine)
+	}
+	if err := PollLogin(ctx, login, v.Value, timeout); err != nil {
+		return 0, id, err
+	}
+	d := time.Since(start)
+	if record {
+		s.sample(figRawRun(engine), ms(ran))
+	}
+	return d, id, nil
+}
+
+func (s *Suite) remove(ctx context.Context, ids ...string) {
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if err := s.Floor.Remove(context.WithoutCancel(ctx), id); err != nil {
+			s.fail("remove "+id, err)
+		}
+	}
+}
+
+// rawRemoveTrio starts one baseline per engine at once, waits for their
+// logins, then times their removal through the floor, all at once.
+func (s *Suite) rawRemoveTrio(ctx context.Context, r int) {
+	names := s.Registry.Names()
+	ids := make([]string, len(names))
+	var g errgroup.Group
+	start := time.Now()
+	for i, n := range names {
+		g.Go(func() error {
+			var err error
+			_, ids[i], err = s.baseline(ctx, n, fmt.Sprintf("rm%d", r))
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		s.fail(FigRawTrio, err)
+		s.remove(ctx, ids...)
+		return
+	}
+	s.sample(FigRawTrio, ms(time.Since(start)))
+	start = time.Now()
+	g = errgroup.Group{}
+	for _, id := range ids {
+		g.Go(func() error { return s.Floor.Remove(ctx, id) })
+	}
+	if err := g.Wait(); err != nil {
+		s.fail(FigRawRemoveTrio, err)
+		s.remove(ctx, ids...)
+		return
+	}
+	s.sample(FigRawRemoveTrio, ms(time.Since(start)))
+}

@@ -1,0 +1,119 @@
+// Package labels is the label schema of sandboxer's containers: the keys
+// the provisioner writes and the janitor, the CLI and the tests read, the
+// default label prefix, and the rule a prefix must follow. It is the only
+// place that spells a key out.
+//
+// With prefix "roboco", a sandbox of agent 42 carries:
+//
+//	roboco.sandbox=1
+//	roboco.sandbox.owner=roboco-agent-42
+//	roboco.sandbox.engine=postgres
+//	roboco.sandbox.call=<16 hex chars>
+//
+// and, when a process rather than a container owns it (`sandboxer run`, the
+// Go test helper), the process-owner keys:
+//
+//	roboco.sandbox.owner.boot=<boot id>
+//	roboco.sandbox.owner.pidns=<pid namespace inode>
+//	roboco.sandbox.owner.pid=<pid>
+//	roboco.sandbox.owner.start=<start time in clock ticks>
+package labels
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+)
+
+// DefaultPrefix is the label prefix when none is given. It also prefixes
+// container names: roboco-sandbox-pg-42, owned by roboco-agent-42.
+const DefaultPrefix = "roboco"
+
+// SandboxValue is the value of the Sandbox key on every sandbox.
+const SandboxValue = "1"
+
+// PrefixRule says which prefixes ValidatePrefix accepts, for messages.
+const PrefixRule = "must be 1..32 lower-case letters, digits, '.' or '-', starting and ending with a letter or digit"
+
+// ErrInvalidPrefix is the kind of ValidatePrefix's errors (errors.Is).
+var ErrInvalidPrefix = errors.New("invalid label prefix")
+
+// prefixRE keeps every key a valid label key on every runtime and every
+// name derived from the prefix a valid container name.
+var prefixRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,30}[a-z0-9])?$`)
+
+// ValidatePrefix reports whether prefix can prefix label keys and
+// container names (PrefixRule). The empty prefix is not valid: a caller
+// that defaults it does so before asking.
+func ValidatePrefix(prefix string) error {
+	if !prefixRE.MatchString(prefix) {
+		return fmt.Errorf("%w %q: %s", ErrInvalidPrefix, prefix, PrefixRule)
+	}
+	return nil
+}
+
+// Keys are the label keys of one prefix.
+type Keys struct {
+	// Prefix is the prefix the keys are built from.
+	Prefix string
+	// Sandbox ("<prefix>.sandbox", value SandboxValue) marks every sandbox.
+	Sandbox string
+	// Owner ("<prefix>.sandbox.owner") holds the owner container's name.
+	Owner string
+	// Engine ("<prefix>.sandbox.engine") holds the engine's name.
+	Engine string
+	// Call ("<prefix>.sandbox.call") identifies the Provision call that
+	// created the sandbox, so that its rollback removes exactly its own.
+	Call string
+
+	// OwnerBoot ("<prefix>.sandbox.owner.boot") holds the boot id of the
+	// owning process's host.
+	OwnerBoot string
+	// OwnerPIDNS ("<prefix>.sandbox.owner.pidns") holds the inode of the
+	// owning process's pid namespace.
+	OwnerPIDNS string
+	// OwnerPID ("<prefix>.sandbox.owner.pid") holds the owning process's
+	// pid within that namespace.
+	OwnerPID string
+	// OwnerStart ("<prefix>.sandbox.owner.start") holds the owning
+	// process's start time in clock ticks after boot.
+	OwnerStart string
+}
+
+// For returns the keys of prefix; the empty prefix stands for
+// DefaultPrefix. It does not validate the prefix (ValidatePrefix does).
+func For(prefix string) Keys {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	sandbox := prefix + ".sandbox"
+	owner := sandbox + ".owner"
+	return Keys{
+		Prefix:     prefix,
+		Sandbox:    sandbox,
+		Owner:      owner,
+		Engine:     sandbox + ".engine",
+		Call:       sandbox + ".call",
+		OwnerBoot:  owner + ".boot",
+		OwnerPIDNS: owner + ".pidns",
+		OwnerPID:   owner + ".pid",
+		OwnerStart: owner + ".start",
+	}
+}
+
+// Sandboxes is the list selector of every sandbox of the prefix.
+func (k Keys) Sandboxes() map[string]string {
+	return map[string]string{k.Sandbox: SandboxValue}
+}
+
+// OwnedBy is the list selector of the sandboxes of one owner container.
+func (k Keys) OwnedBy(owner string) map[string]string {
+	return map[string]string{k.Sandbox: SandboxValue, k.Owner: owner}
+}
+
+// Reserved reports whether key is one of the keys the provisioner sets
+// itself (Sandbox, Owner, Engine, Call), which a caller's extra labels may
+// not replace.
+func (k Keys) Reserved(key string) bool {
+	return key == k.Sandbox || key == k.Owner || key == k.Engine || key == k.Call
+}
