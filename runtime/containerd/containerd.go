@@ -119,6 +119,7 @@ var DefaultCNIPluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.Creator          = (*Runtime)(nil)
+	_ runtime.Diagnoser        = (*Runtime)(nil)
 )
 
 // Runtime is a runtime.ContainerRuntime backed by a containerd daemon. It is
