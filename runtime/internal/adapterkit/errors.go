@@ -26,6 +26,9 @@ type Translator struct {
 	// Classify gives the kind of any other error of verb op, or nil for
 	// an error that has none.
 	Classify func(op string, err error) error
+	// Cause, when set, rewrites the cause that the *runtime.Error keeps,
+	// once it is classified (e.g. to name the HTTP status in the message).
+	Cause func(err error) error
 }
 
 // Translate turns err, returned by the backend for verb op on object, into
@@ -41,6 +44,9 @@ func (t Translator) Translate(op, object string, err error) error {
 		return err
 	}
 	kind := t.Kind(op, err)
+	if t.Cause != nil {
+		err = t.Cause(err)
+	}
 	if errors.Is(kind, runtime.ErrUnavailable) {
 		err = AtEndpoint(t.Endpoint, err)
 	}

@@ -96,6 +96,15 @@ func TestTranslatorTranslate(t *testing.T) {
 	t.Run("NilStaysNil", func(t *testing.T) {
 		assert.NoError(t, tr.Translate(runtime.OpInspect, "box", nil))
 	})
+	t.Run("CauseRewritesTheKeptCauseOnly", func(t *testing.T) {
+		tr := testTranslator()
+		tr.Cause = func(err error) error { return fmt.Errorf("%w (HTTP 404)", err) }
+		err := tr.Translate(runtime.OpInspect, "box", errGone)
+		assert.Equal(t, "fake: inspect box: not found: no such thing (HTTP 404)", err.Error())
+		assert.ErrorIs(t, err, errGone)
+		orig := runtime.NewError("fake", runtime.OpRun, "box", nil, errGone)
+		assert.Same(t, orig, tr.Translate(runtime.OpInspect, "box", orig), "an error already translated is not rewritten")
+	})
 }
 
 func TestCreates(t *testing.T) {
