@@ -3,9 +3,11 @@
 // REST API, so rootful and rootless Podman are first-class without the
 // Docker-compatible socket.
 //
-// It talks to the service through the connection of
-// go.podman.io/podman/v6/pkg/bindings and its own small wire types, and
-// deliberately imports no other bindings package: the verb packages
+// It talks to the service through one typed client of its own (client.go:
+// a method per libpod request) over the connection of
+// go.podman.io/podman/v6/pkg/bindings, with its own wire types (wire.go,
+// pinned by golden answers of the service in testdata/), and deliberately
+// imports no other bindings package: the verb packages
 // (bindings/containers, images, network, system, specgen) drag in
 // containers/image's gpgme and containers/storage's btrfs, which need the
 // build tags `remote containers_image_openpgp exclude_graphdriver_btrfs`
