@@ -147,7 +147,6 @@ type options struct {
 	runcRoot            string
 	insecure            []string
 	ports               *portRange
-	log                 *slog.Logger
 }
 
 // Option configures New.
