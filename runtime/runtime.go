@@ -246,3 +246,24 @@ type ProgressFunc func(PullProgress)
 type Creator interface {
 	Create(ctx context.Context, spec RunSpec) (Container, error)
 }
+
+// Diagnoser is implemented by adapters that know what their backend needs
+// of the host beyond a daemon that answers: privileges, plugins, kernel
+// features. It is not part of the port (the lifecycle code never needs
+// it); `sandboxer doctor` reports what it finds, so that the CLI knows no
+// adapter by name.
+type Diagnoser interface {
+	// Diagnose checks the host, quickly and without changing anything,
+	// and returns what it found wrong (nothing when all is well).
+	Diagnose(ctx context.Context) []Diagnostic
+}
+
+// Diagnostic is one finding of a Diagnoser: something that would make the
+// adapter's verbs fail, and what to do about it.
+type Diagnostic struct {
+	// Check names what was checked, short and stable, for scripts
+	// ("root", "cni-plugins").
+	Check string
+	// Problem says what is wrong and how to fix it, on one line.
+	Problem string
+}

@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/roboco/sandboxer/runtime"
-	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/detect"
 )
 
@@ -59,7 +56,8 @@ func (a *app) doctorCmd() *cobra.Command {
 --runtime / SANDBOXER_RUNTIME names), report whether each answered and its
 version, which one is chosen and why, whether each engine's image is
 present on it, and warnings (limits a rootless runtime cannot enforce,
-missing CNI plugins, images that would have to be pulled).
+what the chosen runtime's adapter finds missing on the host, such as CNI
+plugins, images that would have to be pulled).
 Exits 3 when no runtime answered.`,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
@@ -122,12 +120,10 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 	} else if info.Rootless {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s runs rootless: limits need cgroup v2 with the memory, cpu and pids controllers delegated to the user", info.Runtime))
 	}
-	if sel.Chosen.Runtime == containerd.Name {
-		if os.Geteuid() != 0 {
-			rep.Warnings = append(rep.Warnings, "the containerd adapter needs root (CNI networking, runc): run sandboxer as root")
-		}
-		if !haveCNI() {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("no CNI bridge plugin in %v: install containernetworking-plugins", containerd.DefaultCNIPluginDirs))
+	if d, ok := sel.Runtime.(runtime.Diagnoser); ok {
+		// What the adapter itself knows its backend needs of the host.
+		for _, f := range d.Diagnose(ctx) {
+			rep.Warnings = append(rep.Warnings, f.Problem)
 		}
 	}
 	for _, e := range a.describeEngines() {
@@ -157,15 +153,6 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
-}
-
-func haveCNI() bool {
-	for _, d := range containerd.DefaultCNIPluginDirs {
-		if _, err := os.Stat(filepath.Join(d, "bridge")); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 func writeDoctor(w io.Writer, rep doctorReport) {

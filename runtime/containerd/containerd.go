@@ -80,6 +80,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // Name is the runtime name this adapter reports and puts in its errors.
@@ -118,6 +119,7 @@ var DefaultCNIPluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.Creator          = (*Runtime)(nil)
+	_ runtime.Diagnoser        = (*Runtime)(nil)
 )
 
 // Runtime is a runtime.ContainerRuntime backed by a containerd daemon. It is
@@ -138,14 +140,13 @@ type Runtime struct {
 }
 
 type options struct {
-	address   string
-	namespace string
-	stateDir  string
-	cniDirs   []string
-	runcRoot  string
-	insecure  []string
-	ports     *portRange
-	log       *slog.Logger
+	adapterkit.Settings // Host is the address; DialTimeout is not used
+	namespace           string
+	stateDir            string
+	cniDirs             []string
+	runcRoot            string
+	insecure            []string
+	ports               *portRange
 }
 
 // Option configures New.
@@ -153,9 +154,7 @@ type Option func(*options)
 
 // WithAddress talks to the daemon at address (a unix socket path) instead of
 // CONTAINERD_ADDRESS or the default socket.
-func WithAddress(address string) Option {
-	return func(o *options) { o.address = address }
-}
+func WithAddress(address string) Option { return func(o *options) { o.Host = address } }
 
 // WithNamespace works in the containerd namespace ns instead of
 // CONTAINERD_NAMESPACE or "sandboxer".
@@ -204,24 +203,17 @@ func WithHostPortRange(first, last int) Option {
 
 // WithLogger sets the logger for best-effort clean-ups (default
 // slog.Default()).
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.log = l }
-}
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l } }
 
 // New returns a Runtime for the address and namespace chosen by the options
 // or the environment. It does not contact the daemon: a daemon that is down
 // is reported by Version and by every verb as runtime.ErrUnavailable.
 func New(opts ...Option) (*Runtime, error) {
-	o := options{log: slog.Default()}
+	o := options{Settings: adapterkit.DefaultSettings()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.address == "" {
-		o.address = os.Getenv(EnvAddress)
-	}
-	if o.address == "" {
-		o.address = DefaultAddress
-	}
+	address := adapterkit.Endpoint(o.Host, EnvAddress, func() string { return DefaultAddress })
 	if o.namespace == "" {
 		o.namespace = os.Getenv(EnvNamespace)
 	}
@@ -229,7 +221,7 @@ func New(opts ...Option) (*Runtime, error) {
 		o.namespace = DefaultNamespace
 	}
 	if err := identifiers.Validate(o.namespace); err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, o.address, nil, fmt.Errorf("namespace %q: %w", o.namespace, err))
+		return nil, runtime.NewError(Name, runtime.OpConnect, address, nil, fmt.Errorf("namespace %q: %w", o.namespace, err))
 	}
 	if o.stateDir == "" {
 		o.stateDir = DefaultStateDir
@@ -247,17 +239,17 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	ports, err := hostPortRange(o.ports)
 	if err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, o.address, nil, err)
+		return nil, runtime.NewError(Name, runtime.OpConnect, address, nil, err)
 	}
-	c, err := client.New(o.address,
+	c, err := client.New(address,
 		client.WithDefaultNamespace(o.namespace),
 		client.WithTimeout(pingTimeout))
 	if err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, o.address, runtime.ErrUnavailable, err)
+		return nil, runtime.NewError(Name, runtime.OpConnect, address, runtime.ErrUnavailable, err)
 	}
 	return &Runtime{
 		client:      c,
-		address:     o.address,
+		address:     address,
 		namespace:   o.namespace,
 		stateDir:    filepath.Clean(o.stateDir),
 		cniDirs:     o.cniDirs,
@@ -265,7 +257,7 @@ func New(opts ...Option) (*Runtime, error) {
 		insecure:    o.insecure,
 		portRange:   ports,
 		snapshotter: defaults.DefaultSnapshotter,
-		log:         o.log,
+		log:         o.Logger,
 		pingTimeout: pingTimeout,
 	}, nil
 }

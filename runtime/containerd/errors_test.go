@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // Errors as the containerd client returns them.
@@ -31,7 +32,7 @@ func TestWrapClassifies(t *testing.T) {
 		{name: "already exists elsewhere has no kind", op: runtime.OpExec, err: errAlreadyExists, want: nil},
 		{name: "unavailable", op: runtime.OpList, err: errUnavailable, want: runtime.ErrUnavailable},
 		{name: "any pull failure", op: runtime.OpPull, err: errors.New("connection refused"), want: runtime.ErrImageNotFound},
-		{name: "a kind the adapter set", op: runtime.OpRun, err: withKind(runtime.ErrUnsupported, "x"), want: runtime.ErrUnsupported},
+		{name: "a kind the adapter set", op: runtime.OpRun, err: adapterkit.WithKind(runtime.ErrUnsupported, "x"), want: runtime.ErrUnsupported},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // Exec runs spec.Cmd in the container's running task (task.Exec), with the
@@ -130,7 +131,7 @@ func mergeEnv(base []string, env map[string]string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, envList(env)...)
+	return append(out, adapterkit.EnvList(env)...)
 }
 
 // execID names one exec process.

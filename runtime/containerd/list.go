@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs/pkg/errgrpc"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // List returns the namespace's containers whose labels contain every pair
@@ -20,7 +21,7 @@ import (
 func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
 	const op = runtime.OpList
 	ctx = r.ctx(ctx)
-	obj := selectorString(selector)
+	obj := adapterkit.SelectorString(selector)
 	if err := r.ready(ctx, op, obj); err != nil {
 		return nil, err
 	}
@@ -86,20 +87,6 @@ func labelFilter(selector map[string]string) string {
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, "labels."+strconv.Quote(k)+"=="+strconv.Quote(selector[k]))
-	}
-	return strings.Join(parts, ",")
-}
-
-// selectorString names a selector in errors: "k=v,k2=v2".
-func selectorString(selector map[string]string) string {
-	keys := make([]string, 0, len(selector))
-	for k := range selector {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, k+"="+selector[k])
 	}
 	return strings.Join(parts, ",")
 }

@@ -162,7 +162,7 @@ func (r *Runtime) bindPorts(ctx context.Context, id string, ports []runtime.Port
 		return nil, fmt.Errorf("host ports in use: %w", err)
 	}
 	for _, p := range ports {
-		b := runtime.PortBinding{ContainerPort: p.ContainerPort, Protocol: p.Protocol, HostIP: p.HostIP, HostPort: p.HostPort}
+		b := runtime.PortBinding(p)
 		if b.HostPort == 0 {
 			port, err := pickPort(r.portRange, taken, b.Protocol, b.HostIP)
 			if err != nil {

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"time"
 
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/v2/client"
@@ -18,11 +17,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
-
-// cleanupTimeout bounds the removal of a container whose run failed, which
-// goes on even when the caller's context is done.
-const cleanupTimeout = 30 * time.Second
 
 // Run creates the container (see Create), then its task, joins it to its
 // network (the spec's, or the default network) with the ports to publish,
@@ -66,10 +62,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Con
 // object names the container in errors: its name, or its image when it has
 // none yet.
 func object(spec runtime.RunSpec) string {
-	if spec.Name != "" {
-		return spec.Name
-	}
-	return spec.Image
+	return adapterkit.Object(spec, spec.Image)
 }
 
 // create validates the spec and makes the container.
@@ -202,13 +195,10 @@ func (r *Runtime) start(ctx context.Context, op string, c client.Container, rec 
 	return nil
 }
 
-// discard removes a container whose run failed, even if ctx is done.
+// discard removes a container whose run failed, even if ctx is done (see
+// adapterkit.Discard).
 func (r *Runtime) discard(ctx context.Context, op, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	if err := r.remove(ctx, id); err != nil {
-		r.log.Warn("containerd: remove a container whose run failed", "op", op, "container", id, "error", err)
-	}
+	_ = adapterkit.Discard(ctx, r.log, Name, op, id, r.remove)
 }
 
 // logPath is the file a container's task writes its stdout and stderr to.

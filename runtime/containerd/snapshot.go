@@ -7,6 +7,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // NerdctlNameLabel is the label in which nerdctl keeps the name a user gave
@@ -24,7 +25,7 @@ const NerdctlNameLabel = "nerdctl/name"
 // found by ID only; pods are the Kubernetes adapter's business.
 func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (runtime.Snapshot, error) {
 	const op = runtime.OpSnapshot
-	obj := selectorString(selector)
+	obj := adapterkit.SelectorString(selector)
 	if err := r.ready(ctx, op, obj); err != nil {
 		return runtime.Snapshot{}, err
 	}

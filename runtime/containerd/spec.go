@@ -18,6 +18,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 const (
@@ -65,7 +66,7 @@ func specOpts(id string, img client.Image, cfg ocispec.ImageConfig, spec runtime
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.CgroupNamespace}))
 	}
 	if len(spec.Env) > 0 {
-		opts = append(opts, oci.WithEnv(envList(spec.Env)))
+		opts = append(opts, oci.WithEnv(adapterkit.EnvList(spec.Env)))
 	}
 	if spec.MemoryBytes > 0 {
 		opts = append(opts, oci.WithMemoryLimit(uint64(spec.MemoryBytes)))
@@ -105,20 +106,6 @@ func hostname(id string) string {
 		return id[:maxHostname]
 	}
 	return id
-}
-
-// envList renders env as KEY=value in key order.
-func envList(env map[string]string) []string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }
 
 // tmpfsMounts turns path -> "opt,opt" into tmpfs mounts, in path order.
@@ -193,12 +180,12 @@ func rlimit(u runtime.Ulimit) *specs.POSIXRlimit {
 // silently.
 func checkLimits(spec runtime.RunSpec) error {
 	if spec.CPUs > 0 && cfsQuota(spec.CPUs) < minCFSQuota {
-		return withKind(runtime.ErrUnsupported, "%g CPUs is below the smallest CFS quota (%g)", spec.CPUs, float64(minCFSQuota)/cfsPeriod)
+		return adapterkit.WithKind(runtime.ErrUnsupported, "%g CPUs is below the smallest CFS quota (%g)", spec.CPUs, float64(minCFSQuota)/cfsPeriod)
 	}
 	need := map[string]bool{"memory": spec.MemoryBytes > 0, "cpu": spec.CPUs > 0, "pids": spec.PidsLimit > 0}
 	for controller, needed := range need {
 		if needed && !hasController(controller) {
-			return withKind(runtime.ErrUnsupported, "this host has no %s cgroup controller: the %s limit cannot be enforced", controller, controller)
+			return adapterkit.WithKind(runtime.ErrUnsupported, "this host has no %s cgroup controller: the %s limit cannot be enforced", controller, controller)
 		}
 	}
 	return nil

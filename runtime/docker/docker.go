@@ -35,8 +35,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,15 +42,13 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // Name is the runtime name this adapter reports and puts in its errors.
 const Name = "docker"
 
 const (
-	// defaultDialTimeout bounds connecting to the daemon's socket: an
-	// unreachable endpoint must fail fast, not after the transport's 10 s.
-	defaultDialTimeout = time.Second
 	// pingTimeout bounds the version negotiation, so that a daemon that
 	// accepts connections but does not answer cannot hang every verb.
 	pingTimeout = 10 * time.Second
@@ -80,9 +76,7 @@ type Runtime struct {
 }
 
 type options struct {
-	host        string
-	dialTimeout time.Duration
-	log         *slog.Logger
+	adapterkit.Settings
 }
 
 // Option configures New.
@@ -90,69 +84,46 @@ type Option func(*options)
 
 // WithHost talks to host (e.g. "unix:///run/user/1000/docker.sock" or
 // "tcp://127.0.0.1:2375") instead of DOCKER_HOST or the default socket.
-func WithHost(host string) Option {
-	return func(o *options) { o.host = host }
-}
+func WithHost(host string) Option { return func(o *options) { o.Host = host } }
 
 // WithDialTimeout bounds how long connecting to the daemon may take
 // (default 1 s). It does not bound requests, which follow their context.
-func WithDialTimeout(d time.Duration) Option {
-	return func(o *options) { o.dialTimeout = d }
-}
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.DialTimeout = d } }
 
 // WithLogger sets the logger for daemon warnings and best-effort clean-ups
 // (default slog.Default()).
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.log = l }
-}
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l } }
 
 // New returns a Runtime for the endpoint chosen by the options, DOCKER_HOST
 // or the default socket. It does not contact the daemon: a daemon that is
 // down is reported by Version and by every verb as runtime.ErrUnavailable.
 // New fails only for an endpoint it cannot parse.
 func New(opts ...Option) (*Runtime, error) {
-	o := options{dialTimeout: defaultDialTimeout, log: slog.Default()}
+	o := options{Settings: adapterkit.DefaultSettings()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	host := o.host
-	if host == "" {
-		host = os.Getenv(client.EnvOverrideHost)
-	}
-	if host == "" {
-		host = client.DefaultDockerHost
-	}
+	host := adapterkit.Endpoint(o.Host, client.EnvOverrideHost, func() string { return client.DefaultDockerHost })
 	u, err := client.ParseHostURL(host)
 	if err != nil {
 		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, fmt.Errorf("invalid endpoint: %w", err))
 	}
 
 	copts := []client.Opt{client.FromEnv, client.WithHost(host), client.WithAPIVersionNegotiation()}
-	if dial := dialer(u.Scheme, u.Host, o.dialTimeout); dial != nil {
-		copts = append(copts, client.WithDialContext(dial))
+	// Bound the connect; other schemes (npipe, ssh) keep the client's own
+	// dialer. A unix socket is dialled whatever address net/http passes
+	// (the URL's dummy host).
+	switch u.Scheme {
+	case "unix":
+		copts = append(copts, client.WithDialContext(adapterkit.Dialer("unix", u.Host, o.DialTimeout)))
+	case "tcp", "http":
+		copts = append(copts, client.WithDialContext(adapterkit.Dialer("tcp", "", o.DialTimeout)))
 	}
 	cli, err := client.NewClientWithOpts(copts...)
 	if err != nil {
 		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, err)
 	}
-	return &Runtime{cli: cli, endpoint: host, log: o.log, pingTimeout: pingTimeout}, nil
-}
-
-// dialer returns a dial function with a connect timeout for unix and tcp
-// endpoints (nil for others, which keep the client's own dialer). The unix
-// dialer ignores the address net/http passes, which is the URL's dummy host.
-func dialer(scheme, addr string, timeout time.Duration) func(ctx context.Context, network, address string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	switch scheme {
-	case "unix":
-		return func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", addr)
-		}
-	case "tcp", "http":
-		return d.DialContext
-	default:
-		return nil
-	}
+	return &Runtime{cli: cli, endpoint: host, log: o.Logger, pingTimeout: pingTimeout}, nil
 }
 
 // Name returns "docker".

@@ -1,18 +1,14 @@
 package docker
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
 	"regexp"
-	"strconv"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // wrap is the one place where an error of the docker client becomes a
@@ -26,37 +22,35 @@ func (r *Runtime) wrap(op, object string, err error) error {
 // kind from kindOf. An error that is already a docker *runtime.Error is
 // returned unchanged; nil stays nil.
 func translate(endpoint, op, object string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var re *runtime.Error
-	if errors.As(err, &re) && re.Runtime == Name {
-		return err
-	}
-	kind := kindOf(op, err)
-	if errors.Is(kind, runtime.ErrUnavailable) {
-		err = withEndpoint(endpoint, err)
-	}
-	return runtime.NewError(Name, op, object, kind, err)
+	return translator(endpoint).Translate(op, object, err)
 }
 
-// kindOf classifies err with the errdefs interfaces the docker client
-// attaches to every API error (from the HTTP status), never by parsing
-// messages, with one exception: a 404 from container create is either the
-// image or the network, and only the message tells which.
+// translator is this adapter's translation point for the daemon at
+// endpoint: the rules every adapter shares (adapterkit.Translator.Kind),
+// then the two decisions below, which are Docker's own.
+func translator(endpoint string) adapterkit.Translator {
+	return adapterkit.Translator{Runtime: Name, Endpoint: endpoint, Unreachable: unreachable, Classify: classify}
+}
+
+// kindOf is the kind translate gives err for verb op.
 func kindOf(op string, err error) error {
+	return translator("").Kind(op, err)
+}
+
+// unreachable: the client could not connect, or the daemon said it cannot
+// serve (503).
+func unreachable(err error) bool {
+	return client.IsErrConnectionFailed(err) || cerrdefs.IsUnavailable(err)
+}
+
+// classify reads the errdefs interfaces the docker client attaches to every
+// API error (from the HTTP status), never the message, with one exception:
+// a 404 from container create is either the image or the network, and only
+// the message tells which.
+func classify(op string, err error) error {
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// The caller gave up; that says nothing about the daemon.
-		return nil
-	case client.IsErrConnectionFailed(err), cerrdefs.IsUnavailable(err):
-		return runtime.ErrUnavailable
-	case op == runtime.OpPull:
-		// Unknown repository or tag, registry unreachable or refusing,
-		// error inside the progress stream: the image cannot be had.
-		return runtime.ErrImageNotFound
 	case cerrdefs.IsNotFound(err):
-		if (op == runtime.OpRun || op == runtime.OpCreate) && isMissingImage(err) {
+		if adapterkit.CreatesContainer(op) && isMissingImage(err) {
 			return runtime.ErrImageNotFound
 		}
 		return runtime.ErrNotFound
@@ -64,7 +58,7 @@ func kindOf(op string, err error) error {
 		// 409 means "name taken" only for verbs that create something;
 		// elsewhere it is a state conflict (e.g. exec in a stopped
 		// container), which has no kind of its own.
-		if op == runtime.OpRun || op == runtime.OpCreate || op == runtime.OpCreateNetwork {
+		if adapterkit.CreatesNamed(op) {
 			return runtime.ErrAlreadyExists
 		}
 		return nil
@@ -79,19 +73,9 @@ func isMissingImage(err error) bool {
 	return strings.Contains(strings.ToLower(err.Error()), "no such image")
 }
 
-// withEndpoint makes sure an unavailable error names the endpoint (the
-// client's "Cannot connect to the Docker daemon at ..." does, its other
-// connection errors do not).
-func withEndpoint(endpoint string, err error) error {
-	if endpoint == "" || strings.Contains(err.Error(), endpoint) {
-		return err
-	}
-	return fmt.Errorf("endpoint %s: %w", endpoint, err)
-}
-
-// atEndpoint is withEndpoint for the adapter's own errors.
+// atEndpoint makes sure an error of the adapter's own names the endpoint.
 func (r *Runtime) atEndpoint(err error) error {
-	return withEndpoint(r.endpoint, err)
+	return adapterkit.AtEndpoint(r.endpoint, err)
 }
 
 // busyPortPatterns find the taken host address in the daemon's answer to a
@@ -123,21 +107,8 @@ func hostPortBusy(err error) (addr string, port int, busy bool) {
 		return "", 0, false
 	}
 	msg := err.Error()
-	for _, re := range busyPortPatterns {
-		m := re.FindStringSubmatch(msg)
-		if m == nil {
-			continue
-		}
-		addr = m[1]
-		if len(m) > 2 && m[2] != "" {
-			addr = net.JoinHostPort(strings.Trim(m[1], "[]"), m[2])
-		}
-		_, p, err := net.SplitHostPort(addr)
-		if err != nil {
-			return addr, 0, true
-		}
-		n, _ := strconv.Atoi(p)
-		return addr, n, true
+	if addr, port, found := adapterkit.FindBusyPort(msg, busyPortPatterns); found {
+		return addr, port, true
 	}
 	lower := strings.ToLower(msg)
 	if strings.Contains(lower, "address already in use") || strings.Contains(lower, "port is already allocated") {

@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // Exec runs spec.Cmd inside a running container, waits for it and returns
@@ -26,7 +27,7 @@ func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (
 	}
 	created, err := r.cli.ContainerExecCreate(ctx, ref, container.ExecOptions{
 		Cmd:          spec.Cmd,
-		Env:          envList(spec.Env),
+		Env:          adapterkit.EnvList(spec.Env),
 		User:         spec.User,
 		AttachStdout: true,
 		AttachStderr: true,

@@ -67,8 +67,9 @@ func decodePull(ref string, stream io.Reader, progress runtime.ProgressFunc) err
 		if msg.Error != nil {
 			return msg.Error
 		}
-		if msg.ErrorMessage != "" { //nolint:staticcheck // older daemons fill only this field.
-			return errors.New(msg.ErrorMessage) //nolint:staticcheck // see above.
+		//lint:ignore SA1019 older daemons fill only this field.
+		if msg.ErrorMessage != "" {
+			return errors.New(msg.ErrorMessage) //lint:ignore SA1019 see above.
 		}
 		if progress != nil && msg.Status != "" {
 			ev := runtime.PullProgress{Ref: ref, Status: msg.Status, Layer: msg.ID}

@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // List returns every container, in any state, whose labels contain every
@@ -19,7 +19,7 @@ import (
 // that List means exactly the same here as on every other backend. Mounts
 // are not filled.
 func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
-	obj := selectorString(selector)
+	obj := adapterkit.SelectorString(selector)
 	if err := r.negotiate(ctx, runtime.OpList, obj); err != nil {
 		return nil, err
 	}
@@ -83,24 +83,11 @@ func exitCode(status string) int {
 	return code
 }
 
-// selectorString renders a selector for error messages.
-func selectorString(selector map[string]string) string {
-	if len(selector) == 0 {
-		return ""
-	}
-	parts := make([]string, 0, len(selector))
-	for k, v := range selector {
-		parts = append(parts, k+"="+v)
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ",")
-}
-
 // Snapshot lists every container in one request and picks the matches of
 // selector from it; every container's ID and name (without Docker's
 // leading "/") are its references, as the docker CLI accepts them.
 func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (runtime.Snapshot, error) {
-	obj := selectorString(selector)
+	obj := adapterkit.SelectorString(selector)
 	if err := r.negotiate(ctx, runtime.OpSnapshot, obj); err != nil {
 		return runtime.Snapshot{}, err
 	}

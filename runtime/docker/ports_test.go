@@ -12,6 +12,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // retryMessage is what the adapter logs, at debug level, for each retry.
@@ -120,19 +121,19 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 	labels := adaptertest.Labels(t, r)
 	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
-	race := newPortRace(t, r, maxRunAttempts)
+	race := newPortRace(t, r, adapterkit.MaxRunAttempts)
 
 	_, err := r.Run(ctx, spec)
 	require.Error(t, err)
 
-	assert.Equal(t, maxRunAttempts, race.attempts)
+	assert.Equal(t, adapterkit.MaxRunAttempts, race.attempts)
 	var re *runtime.Error
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, runtime.OpRun, re.Op)
 	adaptertest.AssertNoKind(t, err)
 	assert.Contains(t, err.Error(), spec.Name)
-	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", takenAddr, maxRunAttempts))
-	assert.Len(t, logs.Matching(slog.LevelDebug, retryMessage), maxRunAttempts-1)
+	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", takenAddr, adapterkit.MaxRunAttempts))
+	assert.Len(t, logs.Matching(slog.LevelDebug, retryMessage), adapterkit.MaxRunAttempts-1)
 	adaptertest.AssertNothingLeft(t, ctx, r, labels, spec.Name)
 }
 

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
@@ -16,16 +14,8 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
-
-// cleanupTimeout bounds the removal of a container that Run or Create
-// created but could not complete; it runs even when the caller's context
-// is done, so that a failed run leaves nothing behind.
-const cleanupTimeout = 30 * time.Second
-
-// maxRunAttempts bounds how many containers Run creates for one spec whose
-// ephemeral host port was taken before the daemon could bind it.
-const maxRunAttempts = 3
 
 // Run creates and starts a detached container from spec and reports it as
 // inspect sees it after the start (with the host ports actually bound). If
@@ -36,36 +26,22 @@ const maxRunAttempts = 3
 // port another process holds (another runtime's container, typically)
 // fails the start. When the taken port is not one that spec asked for
 // explicitly and spec has an ephemeral port, Run removes the container and
-// creates it again, up to maxRunAttempts times; the daemon then picks
-// other ports. A taken fixed host port is a real conflict and is never
-// retried.
+// creates it again, up to adapterkit.MaxRunAttempts times; the daemon then
+// picks other ports. A taken fixed host port is a real conflict and is
+// never retried.
 func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	for attempt := 1; ; attempt++ {
-		id, err := r.create(ctx, runtime.OpRun, spec)
-		if err != nil {
-			return runtime.Container{}, err
-		}
-		err = r.start(ctx, attempt, id)
-		if err == nil {
-			c, err := r.inspect(ctx, runtime.OpRun, id)
-			if err != nil {
-				// A container the caller cannot see is one it cannot tear down.
-				r.discard(ctx, runtime.OpRun, id)
-				return runtime.Container{}, err
-			}
-			return c, nil
-		}
-		removed := r.discard(ctx, runtime.OpRun, id) == nil
-		addr, port, busy := hostPortBusy(err)
-		if !busy {
-			return runtime.Container{}, r.wrap(runtime.OpRun, object(spec, id), err)
-		}
-		if !removed || attempt == maxRunAttempts || ctx.Err() != nil || !retryable(spec.Ports, port) {
-			return runtime.Container{}, r.wrap(runtime.OpRun, object(spec, id), portBusyError(addr, attempt, err))
-		}
-		r.log.DebugContext(ctx, "docker: an ephemeral host port was taken before the start; retrying with fresh ports",
-			"container", object(spec, id), "attempt", attempt, "port", addr, "error", err)
-	}
+	const op = runtime.OpRun
+	return adapterkit.Runner{
+		Runtime:   Name,
+		Log:       r.log,
+		Create:    func(ctx context.Context) (string, error) { return r.create(ctx, op, spec) },
+		Start:     r.start,
+		Inspect:   func(ctx context.Context, id string) (runtime.Container, error) { return r.inspect(ctx, op, id) },
+		Discard:   func(ctx context.Context, id string) error { return r.discard(ctx, op, id) },
+		PortBusy:  hostPortBusy,
+		Retryable: retryable,
+		Wrap:      func(object string, err error) error { return r.wrap(op, object, err) },
+	}.Run(ctx, spec)
 }
 
 // start starts a created container; beforeStart, when set, runs first.
@@ -94,19 +70,6 @@ func retryable(ports []runtime.PortSpec, taken int) bool {
 	return ephemeral
 }
 
-// portBusyError says which published host port was taken (addr, when the
-// daemon named it) and how many containers Run tried.
-func portBusyError(addr string, attempts int, err error) error {
-	what := "a published host port"
-	if addr != "" {
-		what = "published host port " + addr
-	}
-	if attempts > 1 {
-		return fmt.Errorf("%s is already in use (%d attempts, each with fresh ephemeral host ports): %w", what, attempts, err)
-	}
-	return fmt.Errorf("%s is already in use: %w", what, err)
-}
-
 // Create creates a container from spec without starting it (state
 // "created"). It implements runtime.Creator; the lifecycle code only uses
 // Run.
@@ -126,7 +89,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Con
 // create creates the container and checks that the daemon kept every limit
 // it was asked for; it returns the container's ID.
 func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (string, error) {
-	obj := object(spec, "")
+	obj := adapterkit.Object(spec, "")
 	spec, err := spec.Normalize()
 	if err != nil {
 		return "", runtime.NewError(Name, op, obj, nil, err)
@@ -143,39 +106,26 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 		return "", r.wrap(op, obj, err)
 	}
 	for _, w := range resp.Warnings {
-		r.log.WarnContext(ctx, "docker: daemon warning on create", "container", object(spec, resp.ID), "warning", w)
+		r.log.WarnContext(ctx, "docker: daemon warning on create", "container", adapterkit.Object(spec, resp.ID), "warning", w)
 	}
 	got, err := r.cli.ContainerInspect(ctx, resp.ID)
 	if err != nil {
 		r.discard(ctx, op, resp.ID)
-		return "", r.wrap(op, object(spec, resp.ID), err)
+		return "", r.wrap(op, adapterkit.Object(spec, resp.ID), err)
 	}
 	if err := checkLimits(hostCfg.Resources, got.HostConfig, resp.Warnings); err != nil {
 		r.discard(ctx, op, resp.ID)
-		return "", runtime.NewError(Name, op, object(spec, resp.ID), runtime.ErrUnsupported, err)
+		return "", runtime.NewError(Name, op, adapterkit.Object(spec, resp.ID), runtime.ErrUnsupported, err)
 	}
 	return resp.ID, nil
 }
 
-// discard force-removes a container that create or run could not complete,
-// even when ctx is already done. A failure is logged, and returned for
-// callers that must know the container is gone.
+// discard force-removes a container that create or run could not complete
+// (see adapterkit.Discard).
 func (r *Runtime) discard(ctx context.Context, op, id string) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	err := r.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil {
-		r.log.WarnContext(ctx, "docker: could not remove a half-made container", "op", op, "container", id, "error", err)
-	}
-	return err
-}
-
-// object names a container in errors: its name, else its ID.
-func object(spec runtime.RunSpec, id string) string {
-	if spec.Name != "" {
-		return spec.Name
-	}
-	return id
+	return adapterkit.Discard(ctx, r.log, Name, op, id, func(ctx context.Context, id string) error {
+		return r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	})
 }
 
 // containerConfig maps a normalised RunSpec (runtime.RunSpec.Normalize)
@@ -184,7 +134,7 @@ func object(spec runtime.RunSpec, id string) string {
 func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
 	cfg := &container.Config{
 		Image:      spec.Image,
-		Env:        envList(spec.Env),
+		Env:        adapterkit.EnvList(spec.Env),
 		Entrypoint: spec.Entrypoint,
 		Cmd:        spec.Command,
 		Labels:     maps.Clone(spec.Labels),
@@ -224,19 +174,6 @@ func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostCo
 		hostCfg.PortBindings[port] = append(hostCfg.PortBindings[port], nat.PortBinding{HostIP: p.HostIP, HostPort: hostPort})
 	}
 	return cfg, hostCfg, netCfg
-}
-
-// envList renders env as KEY=value lines in key order, so that the same
-// spec always makes the same request.
-func envList(env map[string]string) []string {
-	if len(env) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }
 
 // nanoCPUs converts fractional cores to the API's billionths of a core.

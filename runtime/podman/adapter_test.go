@@ -203,8 +203,9 @@ func TestRlimitsFitTheService(t *testing.T) {
 	ctx := adaptertest.Ctx(t)
 	img := adaptertest.Busybox(t, r)
 	labels := adaptertest.Labels(t, r)
-	_, svc, err := r.connect(ctx, runtime.OpVersion, "")
+	c, err := r.connect(ctx, runtime.OpVersion, "")
 	require.NoError(t, err)
+	svc := c.svc
 	require.NotNil(t, svc.rlimits, "the service's rlimits are read from its /proc entry (a local socket)")
 	nofile := min(svc.rlimits["nofile"], podmanDefaultRlimit)
 	want := fmt.Sprint(nofile)

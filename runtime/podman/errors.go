@@ -1,13 +1,11 @@
 package podman
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -15,6 +13,7 @@ import (
 	"go.podman.io/podman/v6/pkg/errorhandling"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // Root causes as libpod reports them in its error model's "cause" (the
@@ -48,49 +47,39 @@ func (r *Runtime) wrap(op, object string, err error) error {
 
 // translate turns err, returned by the service for verb op on object, into
 // a *runtime.Error naming the runtime, the verb and the object, with a
-// kind from kindOf. An error that is already a podman *runtime.Error is
-// returned unchanged; nil stays nil.
+// kind from kindOf and the service's error model read as "<message> (HTTP
+// <code>)". An error that is already a podman *runtime.Error is returned
+// unchanged; nil stays nil.
 func translate(endpoint, op, object string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var re *runtime.Error
-	if errors.As(err, &re) && re.Runtime == Name {
-		return err
-	}
-	kind := kindOf(op, err)
-	if errors.Is(kind, runtime.ErrUnavailable) && endpoint != "" && !strings.Contains(err.Error(), endpoint) {
-		err = fmt.Errorf("endpoint %s: %w", endpoint, err)
-	}
-	return runtime.NewError(Name, op, object, kind, apiError(err))
+	return translator(endpoint).Translate(op, object, err)
 }
 
-// kindOf classifies err by the HTTP status of the service's answer and,
-// where one status means several things (a 404 from create is the image
-// or the network; a 500 from create may be a name conflict), by libpod's
-// root cause.
+// translator is this adapter's translation point for the service at
+// endpoint: the rules every adapter shares (adapterkit.Translator.Kind),
+// then the two decisions below, which are libpod's own.
+func translator(endpoint string) adapterkit.Translator {
+	return adapterkit.Translator{Runtime: Name, Endpoint: endpoint, Unreachable: isConnectionError, Classify: classify, Cause: apiError}
+}
+
+// kindOf is the kind translate gives err for verb op.
 func kindOf(op string, err error) error {
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// The caller gave up; that says nothing about the service.
-		return nil
-	case isConnectionError(err):
-		return runtime.ErrUnavailable
-	case op == runtime.OpPull:
-		// Unknown repository or tag, registry unreachable or refusing,
-		// error inside the progress stream: the image cannot be had.
-		return runtime.ErrImageNotFound
-	}
+	return translator("").Kind(op, err)
+}
+
+// classify reads the HTTP status of the service's answer and, where one
+// status means several things (a 404 from create is the image or the
+// network; a 500 from create may be a name conflict), libpod's root cause.
+func classify(op string, err error) error {
 	code, cause := status(err)
 	switch {
 	case hasCause(cause, causeNameInUse, causeCtrExists, causeNetworkExists):
 		return runtime.ErrAlreadyExists
-	case (op == runtime.OpRun || op == runtime.OpCreate) && hasCause(cause, causeNoSuchImage):
+	case adapterkit.CreatesContainer(op) && hasCause(cause, causeNoSuchImage):
 		return runtime.ErrImageNotFound
 	case code == http.StatusNotFound,
 		hasCause(cause, causeNoSuchContainer, causeNoSuchExec, causeNoSuchNetwork):
 		return runtime.ErrNotFound
-	case code == http.StatusConflict && (op == runtime.OpRun || op == runtime.OpCreate || op == runtime.OpCreateNetwork):
+	case code == http.StatusConflict && adapterkit.CreatesNamed(op):
 		return runtime.ErrAlreadyExists
 	default:
 		return nil
@@ -170,20 +159,8 @@ func hostPortBusy(err error) (addr string, port int, busy bool) {
 	if !hasCause(cause, causeAddrInUse) {
 		return "", 0, false
 	}
-	for _, re := range busyPortPatterns {
-		m := re.FindStringSubmatch(cause)
-		if m == nil {
-			continue
-		}
-		p := m[1]
-		if _, hp, err := net.SplitHostPort(m[1]); err == nil {
-			p = hp
-		}
-		n, err := strconv.Atoi(p)
-		if err != nil {
-			return m[1], 0, true
-		}
-		return m[1], n, true
+	if addr, port, found := adapterkit.FindBusyPort(cause, busyPortPatterns); found {
+		return addr, port, true
 	}
 	return "", 0, true
 }

@@ -7,14 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"net/http"
-	"slices"
 	"time"
 
-	"go.podman.io/podman/v6/pkg/bindings"
-
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 const (
@@ -24,24 +20,6 @@ const (
 	// exitCodePoll is how often that wait asks again.
 	exitCodePoll = 10 * time.Millisecond
 )
-
-// execCreateConfig is the body of POST /containers/{name}/exec (the Docker
-// ExecConfig fields that libpod reads).
-type execCreateConfig struct {
-	AttachStdin  bool     `json:"AttachStdin"`
-	AttachStdout bool     `json:"AttachStdout"`
-	AttachStderr bool     `json:"AttachStderr"`
-	Tty          bool     `json:"Tty"`
-	Cmd          []string `json:"Cmd"`
-	Env          []string `json:"Env,omitempty"`
-	User         string   `json:"User,omitempty"`
-}
-
-// execSession is the part of GET /exec/{id}/json the adapter reads.
-type execSession struct {
-	ExitCode int  `json:"ExitCode"`
-	Running  bool `json:"Running"`
-}
 
 // Exec runs argv inside a running container, attached to its stdout and
 // stderr, and waits for its exit code. A command that cannot be started
@@ -53,32 +31,26 @@ type execSession struct {
 // the exit, which only matters to process counts on the host.
 func (r *Runtime) Exec(ctx context.Context, container string, spec runtime.ExecSpec) (runtime.ExecResult, error) {
 	const op = runtime.OpExec
-	conn, svc, err := r.connect(ctx, op, container)
+	c, err := r.connect(ctx, op, container)
 	if err != nil {
 		return runtime.ExecResult{}, err
 	}
 	if len(spec.Cmd) == 0 {
 		return runtime.ExecResult{}, runtime.NewError(Name, op, container, nil, errors.New("no command given"))
 	}
-	cfg := execCreateConfig{AttachStdout: true, AttachStderr: true, Cmd: spec.Cmd, User: spec.User}
-	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-		cfg.Env = append(cfg.Env, k+"="+spec.Env[k])
-	}
-	var created struct {
-		ID string `json:"Id"`
-	}
-	err = call(ctx, conn, svc, request{method: http.MethodPost, path: "/containers/%s/exec", pathValues: []string{container}, body: cfg}, &created)
+	cfg := execCreateConfig{AttachStdout: true, AttachStderr: true, Cmd: spec.Cmd, Env: adapterkit.EnvList(spec.Env), User: spec.User}
+	id, err := c.execCreate(ctx, container, cfg)
 	if err != nil {
 		return runtime.ExecResult{}, r.wrap(op, container, err)
 	}
-	defer r.removeExec(ctx, conn, svc, created.ID)
+	defer r.removeExec(ctx, c, id)
 
 	var stdout, stderr bytes.Buffer
-	startErr := attachExec(ctx, conn, svc, created.ID, &stdout, &stderr)
+	startErr := attachExec(ctx, c, id, &stdout, &stderr)
 	if startErr != nil && ctx.Err() != nil {
 		return runtime.ExecResult{}, r.wrap(op, container, startErr)
 	}
-	sess, err := waitExec(ctx, conn, svc, created.ID)
+	sess, err := waitExec(ctx, c, id)
 	if err != nil {
 		if startErr != nil {
 			err = startErr
@@ -115,26 +87,17 @@ func startFailureCode(sess execSession, startErr error) (int, bool) {
 
 // attachExec starts the exec session attached and copies its multiplexed
 // output into stdout and stderr until the process ends.
-func attachExec(ctx context.Context, conn *bindings.Connection, svc *service, id string, stdout, stderr io.Writer) error {
-	resp, err := do(ctx, conn, svc, request{
-		method:     http.MethodPost,
-		path:       "/exec/%s/start",
-		pathValues: []string{id},
-		body:       map[string]bool{"Detach": false, "Tty": false},
-		headers:    http.Header{"Connection": {"Upgrade"}, "Upgrade": {"tcp"}},
-	})
+func attachExec(ctx context.Context, c *client, id string, stdout, stderr io.Writer) error {
+	stream, err := c.execStart(ctx, id)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
-		return resp.Process(nil)
-	}
+	defer stream.Close()
 	// An upgraded connection no longer follows the request's context:
 	// closing it is what ends a read when the caller gives up.
-	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
+	stop := context.AfterFunc(ctx, func() { stream.Close() })
 	defer stop()
-	err = demux(resp.Body, stdout, stderr)
+	err = demux(stream, stdout, stderr)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -177,13 +140,13 @@ func demux(r io.Reader, stdout, stderr io.Writer) error {
 
 // waitExec polls the exec session until its process is no longer running
 // (the output can end a moment before the exit code is recorded).
-func waitExec(ctx context.Context, conn *bindings.Connection, svc *service, id string) (execSession, error) {
+func waitExec(ctx context.Context, c *client, id string) (execSession, error) {
 	deadline := time.Now().Add(exitCodeTimeout)
 	tick := time.NewTicker(exitCodePoll)
 	defer tick.Stop()
 	for {
-		var sess execSession
-		if err := call(ctx, conn, svc, request{method: http.MethodGet, path: "/exec/%s/json", pathValues: []string{id}}, &sess); err != nil {
+		sess, err := c.execInspect(ctx, id)
+		if err != nil {
 			return execSession{}, err
 		}
 		if !sess.Running {
@@ -202,14 +165,14 @@ func waitExec(ctx context.Context, conn *bindings.Connection, svc *service, id s
 
 // removeExec removes a finished exec session where the service has the
 // endpoint (libpod API 4.8 and later). Best effort.
-func (r *Runtime) removeExec(ctx context.Context, conn *bindings.Connection, svc *service, id string) {
-	if svc.major < 4 || (svc.major == 4 && svc.minor < 8) {
+func (r *Runtime) removeExec(ctx context.Context, c *client, id string) {
+	if !c.svc.canRemoveExec() {
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adapterkit.CleanupTimeout)
 	defer cancel()
-	err := call(cctx, conn, svc, request{method: http.MethodPost, path: "/exec/%s/remove", pathValues: []string{id}, body: map[string]bool{"Force": true}}, nil)
+	err := c.execRemove(cctx, id)
 	if err != nil && !errors.Is(kindOf(runtime.OpExec, err), runtime.ErrNotFound) {
-		r.opts.log.DebugContext(ctx, "podman: could not remove an exec session", "exec", id, "error", err)
+		r.opts.Logger.DebugContext(ctx, "podman: could not remove an exec session", "exec", id, "error", err)
 	}
 }

@@ -35,9 +35,9 @@ func newTestRuntime(t *testing.T, opts ...Option) *Runtime {
 // does not offer (volumes, the stored spec).
 func apiGet(t testing.TB, ctx context.Context, r *Runtime, path string, out any, pathValues ...string) error {
 	t.Helper()
-	conn, svc, err := r.connect(ctx, runtime.OpInspect, path)
+	c, err := r.connect(ctx, runtime.OpInspect, path)
 	if err != nil {
 		return err
 	}
-	return call(ctx, conn, svc, request{method: http.MethodGet, path: path, pathValues: pathValues}, out)
+	return c.call(ctx, request{method: http.MethodGet, path: path, pathValues: pathValues}, out)
 }

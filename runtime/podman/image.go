@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/roboco/sandboxer/runtime"
@@ -18,31 +16,15 @@ import (
 // (short names resolve as Podman resolves them, localhost/ included).
 func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 	const op = runtime.OpImageExists
-	conn, svc, err := r.connect(ctx, op, ref)
+	c, err := r.connect(ctx, op, ref)
 	if err != nil {
 		return false, err
 	}
-	resp, err := do(ctx, conn, svc, request{method: http.MethodGet, path: "/images/%s/exists", pathValues: []string{ref}})
+	ok, err := c.imageExists(ctx, ref)
 	if err != nil {
 		return false, r.wrap(op, ref, err)
 	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusNoContent, http.StatusOK:
-		return true, nil
-	case http.StatusNotFound:
-		return false, nil
-	default:
-		return false, r.wrap(op, ref, resp.Process(nil))
-	}
-}
-
-// pullReport is one JSON object of the pull endpoint's stream.
-type pullReport struct {
-	Stream string   `json:"stream,omitempty"`
-	Error  string   `json:"error,omitempty"`
-	Images []string `json:"images,omitempty"`
-	ID     string   `json:"id,omitempty"`
+	return ok, nil
 }
 
 // PullImage fetches ref, reporting each line of the service's progress
@@ -56,27 +38,16 @@ type pullReport struct {
 // that cannot be had is runtime.ErrImageNotFound.
 func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.ProgressFunc) error {
 	const op = runtime.OpPull
-	conn, svc, err := r.connect(ctx, op, ref)
+	c, err := r.connect(ctx, op, ref)
 	if err != nil {
 		return err
 	}
-	q := url.Values{
-		"reference": {dockerHubRef(ref)},
-		"quiet":     {"false"},
-		"policy":    {"always"},
-	}
-	if isLoopbackRegistry(ref) {
-		q.Set("tlsVerify", "false")
-	}
-	resp, err := do(ctx, conn, svc, request{method: http.MethodPost, path: "/images/pull", query: q})
+	stream, err := c.pullImage(ctx, dockerHubRef(ref), isLoopbackRegistry(ref))
 	if err != nil {
 		return r.wrap(op, ref, err)
 	}
-	defer resp.Body.Close()
-	if !resp.IsSuccess() {
-		return r.wrap(op, ref, resp.Process(nil))
-	}
-	dec := json.NewDecoder(resp.Body)
+	defer stream.Close()
+	dec := json.NewDecoder(stream)
 	pulled := false
 	for {
 		var rep pullReport

@@ -3,13 +3,9 @@ package podman
 import (
 	"context"
 	"maps"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-
-	"go.podman.io/podman/v6/pkg/bindings"
 
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -18,86 +14,20 @@ import (
 // runtime.ErrNotFound.
 func (r *Runtime) Inspect(ctx context.Context, container string) (runtime.Container, error) {
 	const op = runtime.OpInspect
-	conn, svc, err := r.connect(ctx, op, container)
+	c, err := r.connect(ctx, op, container)
 	if err != nil {
 		return runtime.Container{}, err
 	}
-	return r.inspect(ctx, conn, svc, op, container)
+	return r.inspect(ctx, c, op, container)
 }
 
-// inspect is Inspect for a verb that already holds the connection.
-func (r *Runtime) inspect(ctx context.Context, conn *bindings.Connection, svc *service, op, container string) (runtime.Container, error) {
-	raw, err := inspectRaw(ctx, conn, svc, container)
+// inspect is Inspect for a verb that already holds the client.
+func (r *Runtime) inspect(ctx context.Context, c *client, op, container string) (runtime.Container, error) {
+	raw, err := c.inspectContainer(ctx, container)
 	if err != nil {
 		return runtime.Container{}, r.wrap(op, container, err)
 	}
 	return raw.container(), nil
-}
-
-// containerInspect is the part of GET /containers/{name}/json the adapter
-// reads.
-type containerInspect struct {
-	ID        string    `json:"Id"`
-	Name      string    `json:"Name"`
-	Created   time.Time `json:"Created"`
-	ImageName string    `json:"ImageName"`
-	State     struct {
-		Status   string `json:"Status"`
-		Running  bool   `json:"Running"`
-		ExitCode int    `json:"ExitCode"`
-	} `json:"State"`
-	Config struct {
-		Labels map[string]string `json:"Labels"`
-	} `json:"Config"`
-	HostConfig *hostConfig `json:"HostConfig"`
-	Mounts     []struct {
-		Type        string `json:"Type"`
-		Name        string `json:"Name"`
-		Source      string `json:"Source"`
-		Destination string `json:"Destination"`
-	} `json:"Mounts"`
-	NetworkSettings struct {
-		IPAddress string `json:"IPAddress"`
-		Ports     map[string][]struct {
-			HostIP   string `json:"HostIp"`
-			HostPort string `json:"HostPort"`
-		} `json:"Ports"`
-		Networks map[string]struct {
-			IPAddress string `json:"IPAddress"`
-		} `json:"Networks"`
-	} `json:"NetworkSettings"`
-}
-
-// hostConfig is the part of an inspect's HostConfig the adapter reads.
-type hostConfig struct {
-	Memory     int64             `json:"Memory"`
-	NanoCPUs   int64             `json:"NanoCpus"`
-	CPUQuota   int64             `json:"CpuQuota"`
-	CPUPeriod  uint64            `json:"CpuPeriod"`
-	PidsLimit  int64             `json:"PidsLimit"`
-	Privileged bool              `json:"Privileged"`
-	Tmpfs      map[string]string `json:"Tmpfs"`
-}
-
-// cpus is the stored CPU limit in cores (0: none).
-func (h *hostConfig) cpus() float64 {
-	switch {
-	case h.NanoCPUs > 0:
-		return float64(h.NanoCPUs) / 1e9
-	case h.CPUQuota > 0 && h.CPUPeriod > 0:
-		return float64(h.CPUQuota) / float64(h.CPUPeriod)
-	default:
-		return 0
-	}
-}
-
-func inspectRaw(ctx context.Context, conn *bindings.Connection, svc *service, container string) (*containerInspect, error) {
-	var out containerInspect
-	err := call(ctx, conn, svc, request{method: http.MethodGet, path: "/containers/%s/json", pathValues: []string{container}}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
 }
 
 // container converts an inspect into the port's type.

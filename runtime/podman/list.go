@@ -5,35 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
-
-// listedContainer is one entry of GET /containers/json.
-type listedContainer struct {
-	ID       string            `json:"Id"`
-	Names    []string          `json:"Names"`
-	Image    string            `json:"Image"`
-	Labels   map[string]string `json:"Labels"`
-	State    string            `json:"State"`
-	ExitCode int               `json:"ExitCode"`
-	// Created is an RFC 3339 time (Podman 4 and later) or Unix seconds.
-	Created  json.RawMessage `json:"Created"`
-	Networks []string        `json:"Networks"`
-	Ports    []struct {
-		HostIP        string `json:"host_ip"`
-		ContainerPort int    `json:"container_port"`
-		HostPort      int    `json:"host_port"`
-		Range         int    `json:"range"`
-		Protocol      string `json:"protocol"`
-	} `json:"Ports"`
-}
 
 // List returns every container, in any state, whose labels contain every
 // key=value pair of selector, in one request. The service filters by label
@@ -43,12 +22,11 @@ type listedContainer struct {
 // no mounts.
 func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runtime.Container, error) {
 	const op = runtime.OpList
-	obj := selectorString(selector)
-	conn, svc, err := r.connect(ctx, op, obj)
+	obj := adapterkit.SelectorString(selector)
+	c, err := r.connect(ctx, op, obj)
 	if err != nil {
 		return nil, err
 	}
-	q := url.Values{"all": {"true"}}
 	var labels []string
 	for _, k := range slices.Sorted(maps.Keys(selector)) {
 		v := selector[k]
@@ -59,15 +37,8 @@ func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 		}
 		labels = append(labels, k+"="+v)
 	}
-	if len(labels) > 0 {
-		f, err := json.Marshal(map[string][]string{"label": labels})
-		if err != nil {
-			return nil, runtime.NewError(Name, op, obj, nil, err)
-		}
-		q.Set("filters", string(f))
-	}
-	var listed []listedContainer
-	if err := call(ctx, conn, svc, request{method: http.MethodGet, path: "/containers/json", query: q}, &listed); err != nil {
+	listed, err := c.listContainers(ctx, labels)
+	if err != nil {
 		return nil, r.wrap(op, obj, err)
 	}
 	out := make([]runtime.Container, 0, len(listed))
@@ -75,11 +46,11 @@ func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 		if !runtime.MatchLabels(lc.Labels, selector) {
 			continue
 		}
-		c, err := lc.container()
+		ctr, err := lc.container()
 		if err != nil {
 			return nil, runtime.NewError(Name, op, obj, nil, err)
 		}
-		out = append(out, c)
+		out = append(out, ctr)
 	}
 	return out, nil
 }
@@ -142,28 +113,18 @@ func parseCreated(raw json.RawMessage) (time.Time, error) {
 	return time.Unix(n, 0), nil
 }
 
-// selectorString renders a selector for error messages: "k=v,k2=v2".
-func selectorString(selector map[string]string) string {
-	parts := make([]string, 0, len(selector))
-	for _, k := range slices.Sorted(maps.Keys(selector)) {
-		parts = append(parts, k+"="+selector[k])
-	}
-	return strings.Join(parts, ",")
-}
-
 // Snapshot lists every container in one request and picks the matches of
 // selector from it; every container's ID and names are its references, as
 // the podman CLI accepts them.
 func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (runtime.Snapshot, error) {
 	const op = runtime.OpSnapshot
-	obj := selectorString(selector)
-	conn, svc, err := r.connect(ctx, op, obj)
+	obj := adapterkit.SelectorString(selector)
+	c, err := r.connect(ctx, op, obj)
 	if err != nil {
 		return runtime.Snapshot{}, err
 	}
-	var listed []listedContainer
-	q := url.Values{"all": {"true"}}
-	if err := call(ctx, conn, svc, request{method: http.MethodGet, path: "/containers/json", query: q}, &listed); err != nil {
+	listed, err := c.listContainers(ctx, nil)
+	if err != nil {
 		return runtime.Snapshot{}, r.wrap(op, obj, err)
 	}
 	snap := runtime.Snapshot{Refs: make(map[string]bool, 2*len(listed))}
@@ -175,11 +136,11 @@ func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (run
 		if !runtime.MatchLabels(lc.Labels, selector) {
 			continue
 		}
-		c, err := lc.container()
+		ctr, err := lc.container()
 		if err != nil {
 			return runtime.Snapshot{}, runtime.NewError(Name, op, obj, nil, err)
 		}
-		snap.Matched = append(snap.Matched, c)
+		snap.Matched = append(snap.Matched, ctr)
 	}
 	return snap, nil
 }

@@ -3,9 +3,11 @@
 // REST API, so rootful and rootless Podman are first-class without the
 // Docker-compatible socket.
 //
-// It talks to the service through the connection of
-// go.podman.io/podman/v6/pkg/bindings and its own small wire types, and
-// deliberately imports no other bindings package: the verb packages
+// It talks to the service through one typed client of its own (client.go:
+// a method per libpod request) over the connection of
+// go.podman.io/podman/v6/pkg/bindings, with its own wire types (wire.go,
+// pinned by golden answers of the service in testdata/), and deliberately
+// imports no other bindings package: the verb packages
 // (bindings/containers, images, network, system, specgen) drag in
 // containers/image's gpgme and containers/storage's btrfs, which need the
 // build tags `remote containers_image_openpgp exclude_graphdriver_btrfs`
@@ -75,6 +77,7 @@ import (
 	"go.podman.io/podman/v6/pkg/bindings"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // Name is the runtime name this adapter reports and puts in its errors.
@@ -83,8 +86,6 @@ const Name = "podman"
 const (
 	// rootfulSocket is where a system Podman service listens.
 	rootfulSocket = "/run/podman/podman.sock"
-	// defaultDialTimeout bounds connecting to the service's socket.
-	defaultDialTimeout = time.Second
 	// defaultPingTimeout bounds the first ping, so that an endpoint that
 	// accepts connections but does not answer is unavailable within 2 s.
 	defaultPingTimeout = 1500 * time.Millisecond
@@ -136,9 +137,7 @@ type service struct {
 }
 
 type options struct {
-	host             string
-	dialTimeout      time.Duration
-	log              *slog.Logger
+	adapterkit.Settings
 	unenforcedLimits bool
 	lifetime         time.Duration
 }
@@ -149,21 +148,15 @@ type Option func(*options)
 // WithHost talks to host ("unix:///run/podman/podman.sock",
 // "tcp://127.0.0.1:8888", "ssh://user@host/run/podman/podman.sock" or a
 // socket path) instead of CONTAINER_HOST or the default sockets.
-func WithHost(host string) Option {
-	return func(o *options) { o.host = host }
-}
+func WithHost(host string) Option { return func(o *options) { o.Host = host } }
 
 // WithDialTimeout bounds how long connecting to the service may take
 // (default 1 s). It does not bound requests, which follow their context.
-func WithDialTimeout(d time.Duration) Option {
-	return func(o *options) { o.dialTimeout = d }
-}
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.DialTimeout = d } }
 
 // WithLogger sets the logger for service warnings, clamped rlimits and
 // best-effort clean-ups (default slog.Default()).
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.log = l }
-}
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l } }
 
 // WithUnenforcedLimits lets Run and Create proceed when the service would
 // drop a memory, CPU or pids limit (rootless Podman on cgroup v1), logging
@@ -186,18 +179,11 @@ func WithLifetime(d time.Duration) Option {
 // a service that is down is reported by Version and by every verb as
 // runtime.ErrUnavailable. New fails only for an endpoint it cannot parse.
 func New(opts ...Option) (*Runtime, error) {
-	o := options{dialTimeout: defaultDialTimeout, log: slog.Default()}
+	o := options{Settings: adapterkit.DefaultSettings()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	host := o.host
-	if host == "" {
-		host = os.Getenv("CONTAINER_HOST")
-	}
-	if host == "" {
-		host = defaultEndpoint()
-	}
-	host, err := normaliseEndpoint(host)
+	host, err := normaliseEndpoint(adapterkit.Endpoint(o.Host, "CONTAINER_HOST", defaultEndpoint))
 	if err != nil {
 		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, err)
 	}
@@ -278,20 +264,20 @@ func (r *Runtime) Close() error {
 	return nil
 }
 
-// connect returns the connection and what the service is, dialling and
-// pinging it the first time (and again after a failure). The ping is
-// bounded by pingTimeout: an endpoint that is down, hung or not a libpod
-// API is runtime.ErrUnavailable.
-func (r *Runtime) connect(ctx context.Context, op, object string) (*bindings.Connection, *service, error) {
+// connect returns the client of the service, dialling and pinging it the
+// first time (and again after a failure). The ping is bounded by
+// pingTimeout: an endpoint that is down, hung or not a libpod API is
+// runtime.ErrUnavailable.
+func (r *Runtime) connect(ctx context.Context, op, object string) (*client, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.svc != nil {
-		return r.conn, r.svc, nil
+		return &client{conn: r.conn, svc: r.svc}, nil
 	}
 	if r.conn == nil {
 		conn, err := r.newConnection(ctx)
 		if err != nil {
-			return nil, nil, runtime.NewError(Name, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+			return nil, runtime.NewError(Name, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
 		}
 		r.conn = conn
 	}
@@ -299,12 +285,12 @@ func (r *Runtime) connect(ctx context.Context, op, object string) (*bindings.Con
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up; that says nothing about the service.
-			return nil, nil, runtime.NewError(Name, op, object, nil, err)
+			return nil, runtime.NewError(Name, op, object, nil, err)
 		}
-		return nil, nil, runtime.NewError(Name, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+		return nil, runtime.NewError(Name, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
 	}
 	r.svc = svc
-	return r.conn, svc, nil
+	return &client{conn: r.conn, svc: svc}, nil
 }
 
 // newConnection builds the HTTP client for the endpoint without contacting
@@ -314,20 +300,14 @@ func (r *Runtime) newConnection(ctx context.Context) (*bindings.Connection, erro
 	if err != nil {
 		return nil, err
 	}
-	d := &net.Dialer{Timeout: r.opts.dialTimeout, KeepAlive: 30 * time.Second}
 	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	switch u.Scheme {
 	case "unix":
 		path := socketPath(u)
-		dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", path)
-		}
+		dial = adapterkit.Dialer("unix", path, r.opts.DialTimeout)
 		u = &url.URL{Scheme: "unix", Path: path}
 	case "tcp":
-		host := u.Host
-		dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "tcp", host)
-		}
+		dial = adapterkit.Dialer("tcp", u.Host, r.opts.DialTimeout)
 	default:
 		cctx, cancel := context.WithTimeout(ctx, r.pingTimeout)
 		defer cancel()
@@ -358,8 +338,5 @@ func (r *Runtime) forget() {
 
 // atEndpoint makes sure an error names the endpoint.
 func (r *Runtime) atEndpoint(err error) error {
-	if strings.Contains(err.Error(), r.endpoint) {
-		return err
-	}
-	return fmt.Errorf("endpoint %s: %w", r.endpoint, err)
+	return adapterkit.AtEndpoint(r.endpoint, err)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // retryMessage is what the adapter logs, at debug level, for each retry.
@@ -131,20 +132,20 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 	labels := adaptertest.Labels(t, r)
 	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
-	taker := newPortTaker(t, r, maxRunAttempts, 0)
+	taker := newPortTaker(t, r, adapterkit.MaxRunAttempts, 0)
 
 	_, err := r.Run(ctx, spec)
 	require.Error(t, err)
 
-	assert.Equal(t, maxRunAttempts, taker.attempts)
-	require.Len(t, taker.taken, maxRunAttempts)
+	assert.Equal(t, adapterkit.MaxRunAttempts, taker.attempts)
+	require.Len(t, taker.taken, adapterkit.MaxRunAttempts)
 	var re *runtime.Error
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, runtime.OpRun, re.Op)
 	adaptertest.AssertNoKind(t, err)
 	assert.Contains(t, err.Error(), spec.Name)
-	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", taker.taken[maxRunAttempts-1], maxRunAttempts))
-	assert.Len(t, logs.Matching(slog.LevelDebug, retryMessage), maxRunAttempts-1)
+	assert.Contains(t, err.Error(), fmt.Sprintf("published host port %s is already in use (%d attempts", taker.taken[adapterkit.MaxRunAttempts-1], adapterkit.MaxRunAttempts))
+	assert.Len(t, logs.Matching(slog.LevelDebug, retryMessage), adapterkit.MaxRunAttempts-1)
 	adaptertest.AssertNothingLeft(t, ctx, r, labels, spec.Name)
 }
 

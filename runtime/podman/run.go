@@ -6,29 +6,17 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
-	"go.podman.io/podman/v6/pkg/bindings"
-
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
-
-// cleanupTimeout bounds the removal of a container that Run or Create
-// created but could not complete; it runs even when the caller's context
-// is done, so that a failed run leaves nothing behind.
-const cleanupTimeout = 30 * time.Second
 
 // cpuPeriod is the CFS period CPU quotas are expressed in (100 ms, as
 // Docker and Podman use).
 const cpuPeriod = 100_000
-
-// maxRunAttempts bounds how many containers Run creates for one spec whose
-// ephemeral host port was taken between Podman's choice and its bind.
-const maxRunAttempts = 3
 
 // Run creates and starts a detached container from spec and reports it as
 // inspect sees it after the start. If the start fails, the container is
@@ -38,48 +26,38 @@ const maxRunAttempts = 3
 // closes it) and binds it again at the start, so another process (another
 // runtime's proxy, typically) can take it in between. When that happens
 // and every published port of spec is ephemeral, Run removes the container
-// and creates it again, with fresh ports, up to maxRunAttempts times. A
-// spec with a fixed host port is not retried: Podman 4.3 keeps the fixed
-// ports of a failed start bound until its garbage collection (see the
-// package doc), so the next attempt would fail on them.
+// and creates it again, with fresh ports, up to adapterkit.MaxRunAttempts
+// times. A spec with a fixed host port is not retried: Podman 4.3 keeps
+// the fixed ports of a failed start bound until its garbage collection
+// (see the package doc), so the next attempt would fail on them.
 func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
 	const op = runtime.OpRun
-	for attempt := 1; ; attempt++ {
-		conn, svc, id, err := r.create(ctx, op, spec)
-		if err != nil {
-			return runtime.Container{}, err
-		}
-		err = r.start(ctx, conn, svc, attempt, id)
-		if err == nil {
-			c, err := r.inspect(ctx, conn, svc, op, id)
-			if err != nil {
-				// A container the caller cannot see is one it cannot tear down.
-				r.discard(ctx, conn, svc, op, id)
-				return runtime.Container{}, err
-			}
-			return c, nil
-		}
-		removed := r.discard(ctx, conn, svc, op, id) == nil
-		addr, _, busy := hostPortBusy(err)
-		if !busy {
-			return runtime.Container{}, r.wrap(op, object(spec, id), err)
-		}
-		if !removed || attempt == maxRunAttempts || ctx.Err() != nil || !allEphemeral(spec.Ports) {
-			return runtime.Container{}, r.wrap(op, object(spec, id), portBusyError(addr, attempt, err))
-		}
-		r.opts.log.DebugContext(ctx, "podman: an ephemeral host port was taken before the start; retrying with fresh ports",
-			"container", object(spec, id), "attempt", attempt, "port", addr, "error", err)
-	}
+	// c is the client that made the current attempt's container.
+	var c *client
+	return adapterkit.Runner{
+		Runtime: Name,
+		Log:     r.opts.Logger,
+		Create: func(ctx context.Context) (id string, err error) {
+			c, id, err = r.create(ctx, op, spec)
+			return id, err
+		},
+		Start:     func(ctx context.Context, attempt int, id string) error { return r.start(ctx, c, attempt, id) },
+		Inspect:   func(ctx context.Context, id string) (runtime.Container, error) { return r.inspect(ctx, c, op, id) },
+		Discard:   func(ctx context.Context, id string) error { return r.discard(ctx, c, op, id) },
+		PortBusy:  hostPortBusy,
+		Retryable: func(ports []runtime.PortSpec, _ int) bool { return allEphemeral(ports) },
+		Wrap:      func(object string, err error) error { return r.wrap(op, object, err) },
+	}.Run(ctx, spec)
 }
 
 // start starts a created container; beforeStart, when set, runs first.
-func (r *Runtime) start(ctx context.Context, conn *bindings.Connection, svc *service, attempt int, id string) error {
+func (r *Runtime) start(ctx context.Context, c *client, attempt int, id string) error {
 	if r.beforeStart != nil {
 		if err := r.beforeStart(ctx, attempt, id); err != nil {
 			return err
 		}
 	}
-	return call(ctx, conn, svc, request{method: http.MethodPost, path: "/containers/%s/start", pathValues: []string{id}}, nil)
+	return c.startContainer(ctx, id)
 }
 
 // allEphemeral reports whether ports publishes something and leaves every
@@ -93,86 +71,66 @@ func allEphemeral(ports []runtime.PortSpec) bool {
 	return len(ports) > 0
 }
 
-// portBusyError says which published host port was taken (addr, when the
-// service named it) and how many containers Run tried.
-func portBusyError(addr string, attempts int, err error) error {
-	what := "a published host port"
-	if addr != "" {
-		what = "published host port " + addr
-	}
-	if attempts > 1 {
-		return fmt.Errorf("%s is already in use (%d attempts, each with fresh ephemeral host ports): %w", what, attempts, err)
-	}
-	return fmt.Errorf("%s is already in use: %w", what, err)
-}
-
 // Create creates a container from spec without starting it (state
 // "created"). It implements runtime.Creator; the lifecycle code only uses
 // Run.
 func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
 	const op = runtime.OpCreate
-	conn, svc, id, err := r.create(ctx, op, spec)
+	c, id, err := r.create(ctx, op, spec)
 	if err != nil {
 		return runtime.Container{}, err
 	}
-	c, err := r.inspect(ctx, conn, svc, op, id)
+	ctr, err := r.inspect(ctx, c, op, id)
 	if err != nil {
-		r.discard(ctx, conn, svc, op, id)
+		_ = r.discard(ctx, c, op, id)
 		return runtime.Container{}, err
 	}
-	return c, nil
-}
-
-// createResponse is the answer of POST /containers/create.
-type createResponse struct {
-	ID       string   `json:"Id"`
-	Warnings []string `json:"Warnings"`
+	return ctr, nil
 }
 
 // create creates the container and checks that the service kept every
-// limit it was asked for; it returns the container's ID.
-func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (*bindings.Connection, *service, string, error) {
-	obj := object(spec, "")
+// limit it was asked for; it returns the client that made it and its ID.
+func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (*client, string, error) {
+	obj := adapterkit.Object(spec, "")
 	spec, err := spec.Normalize()
 	if err != nil {
-		return nil, nil, "", runtime.NewError(Name, op, obj, nil, err)
+		return nil, "", runtime.NewError(Name, op, obj, nil, err)
 	}
-	conn, svc, err := r.connect(ctx, op, obj)
+	c, err := r.connect(ctx, op, obj)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
-	if err := r.checkEnforceable(ctx, svc, spec); err != nil {
-		return nil, nil, "", runtime.NewError(Name, op, obj, runtime.ErrUnsupported, err)
+	if err := r.checkEnforceable(ctx, c.svc, spec); err != nil {
+		return nil, "", runtime.NewError(Name, op, obj, runtime.ErrUnsupported, err)
 	}
-	sg, clamped := specFor(spec, svc.rlimits, r.opts.lifetime)
-	for _, c := range clamped {
-		r.opts.log.WarnContext(ctx, "podman: rlimit clamped to the service's hard limit", "container", obj, "rlimit", c)
+	sg, clamped := specFor(spec, c.svc.rlimits, r.opts.lifetime)
+	for _, cl := range clamped {
+		r.opts.Logger.WarnContext(ctx, "podman: rlimit clamped to the service's hard limit", "container", obj, "rlimit", cl)
 	}
-	var resp createResponse
-	err = call(ctx, conn, svc, request{method: http.MethodPost, path: "/containers/create", body: sg}, &resp)
+	resp, err := c.createContainer(ctx, sg)
 	if err != nil {
 		if errors.Is(kindOf(op, err), runtime.ErrImageNotFound) {
 			err = fmt.Errorf("image %q: %w", spec.Image, err)
 		}
-		return nil, nil, "", r.wrap(op, obj, err)
+		return nil, "", r.wrap(op, obj, err)
 	}
 	for _, w := range resp.Warnings {
-		r.opts.log.WarnContext(ctx, "podman: service warning on create", "container", object(spec, resp.ID), "warning", w)
+		r.opts.Logger.WarnContext(ctx, "podman: service warning on create", "container", adapterkit.Object(spec, resp.ID), "warning", w)
 	}
-	got, err := inspectRaw(ctx, conn, svc, resp.ID)
+	got, err := c.inspectContainer(ctx, resp.ID)
 	if err != nil {
-		r.discard(ctx, conn, svc, op, resp.ID)
-		return nil, nil, "", r.wrap(op, object(spec, resp.ID), err)
+		_ = r.discard(ctx, c, op, resp.ID)
+		return nil, "", r.wrap(op, adapterkit.Object(spec, resp.ID), err)
 	}
 	if err := checkLimits(sg.ResourceLimits, got.HostConfig, resp.Warnings); err != nil {
 		if r.opts.unenforcedLimits {
-			r.opts.log.WarnContext(ctx, "podman: limits not enforced (WithUnenforcedLimits)", "container", object(spec, resp.ID), "error", err)
+			r.opts.Logger.WarnContext(ctx, "podman: limits not enforced (WithUnenforcedLimits)", "container", adapterkit.Object(spec, resp.ID), "error", err)
 		} else {
-			r.discard(ctx, conn, svc, op, resp.ID)
-			return nil, nil, "", runtime.NewError(Name, op, object(spec, resp.ID), runtime.ErrUnsupported, err)
+			_ = r.discard(ctx, c, op, resp.ID)
+			return nil, "", runtime.NewError(Name, op, adapterkit.Object(spec, resp.ID), runtime.ErrUnsupported, err)
 		}
 	}
-	return conn, svc, resp.ID, nil
+	return c, resp.ID, nil
 }
 
 // checkEnforceable refuses limits that the service is known to drop:
@@ -184,104 +142,16 @@ func (r *Runtime) checkEnforceable(ctx context.Context, svc *service, spec runti
 	}
 	err := errors.New("rootless Podman on cgroup v1 cannot enforce memory, CPU or pids limits (use cgroup v2, rootful Podman, or WithUnenforcedLimits)")
 	if r.opts.unenforcedLimits {
-		r.opts.log.WarnContext(ctx, "podman: limits will not be enforced (WithUnenforcedLimits)", "container", spec.Name, "error", err)
+		r.opts.Logger.WarnContext(ctx, "podman: limits will not be enforced (WithUnenforcedLimits)", "container", spec.Name, "error", err)
 		return nil
 	}
 	return err
 }
 
 // discard force-removes a container that create or run could not
-// complete, even when ctx is already done. A failure is logged, and
-// returned for callers that must know the container is gone.
-func (r *Runtime) discard(ctx context.Context, conn *bindings.Connection, svc *service, op, id string) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	err := removeContainer(cctx, conn, svc, id)
-	if err != nil {
-		r.opts.log.WarnContext(ctx, "podman: could not remove a half-made container", "op", op, "container", id, "error", err)
-	}
-	return err
-}
-
-// object names a container in errors: its name, else its ID.
-func object(spec runtime.RunSpec, id string) string {
-	if spec.Name != "" {
-		return spec.Name
-	}
-	return id
-}
-
-// specGenerator is the part of libpod's SpecGenerator (the body of POST
-// /libpod/containers/create) that the adapter sets. Field names are those
-// of Podman 4.0 and later.
-type specGenerator struct {
-	Name  string            `json:"name,omitempty"`
-	Image string            `json:"image"`
-	Env   map[string]string `json:"env,omitempty"`
-	// Entrypoint [""] clears the image's (nil keeps it).
-	Entrypoint []string          `json:"entrypoint,omitempty"`
-	Command    []string          `json:"command,omitempty"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	// HTTPProxy false: the service's proxy variables are not copied
-	// into the container (Podman's default is to copy them).
-	HTTPProxy      bool                         `json:"httpproxy"`
-	Privileged     bool                         `json:"privileged"`
-	Mounts         []mountSpec                  `json:"mounts,omitempty"`
-	ResourceLimits *resourceLimits              `json:"resource_limits,omitempty"`
-	Rlimits        []rlimitSpec                 `json:"r_limits,omitempty"`
-	NetNS          namespace                    `json:"netns"`
-	Networks       map[string]perNetworkOptions `json:"Networks,omitempty"`
-	PortMappings   []portMapping                `json:"portmappings,omitempty"`
-	// Timeout is the container's lifetime in seconds, enforced by
-	// conmon (0: none).
-	Timeout uint `json:"timeout,omitempty"`
-}
-
-type mountSpec struct {
-	Destination string   `json:"destination"`
-	Type        string   `json:"type"`
-	Source      string   `json:"source"`
-	Options     []string `json:"options,omitempty"`
-}
-
-type resourceLimits struct {
-	Memory *memoryLimits `json:"memory,omitempty"`
-	CPU    *cpuLimits    `json:"cpu,omitempty"`
-	Pids   *pidsLimits   `json:"pids,omitempty"`
-}
-
-type memoryLimits struct {
-	Limit int64 `json:"limit"`
-}
-
-type cpuLimits struct {
-	Quota  int64  `json:"quota"`
-	Period uint64 `json:"period"`
-}
-
-type pidsLimits struct {
-	Limit int64 `json:"limit"`
-}
-
-type rlimitSpec struct {
-	Type string `json:"type"`
-	Hard uint64 `json:"hard"`
-	Soft uint64 `json:"soft"`
-}
-
-type namespace struct {
-	NSMode string `json:"nsmode"`
-	Value  string `json:"value,omitempty"`
-}
-
-type perNetworkOptions struct{}
-
-type portMapping struct {
-	HostIP        string `json:"host_ip,omitempty"`
-	ContainerPort uint16 `json:"container_port"`
-	HostPort      uint16 `json:"host_port"`
-	Range         uint16 `json:"range"`
-	Protocol      string `json:"protocol"`
+// complete (see adapterkit.Discard).
+func (r *Runtime) discard(ctx context.Context, c *client, op, id string) error {
+	return adapterkit.Discard(ctx, r.opts.Logger, Name, op, id, c.remove)
 }
 
 // podmanDefaultRlimit is what rootful Podman sets nofile and nproc to when
@@ -417,21 +287,4 @@ func checkLimits(asked *resourceLimits, got *hostConfig, warnings []string) erro
 		return fmt.Errorf("the service did not keep the requested limits: %s", strings.Join(dropped, "; "))
 	}
 	return nil
-}
-
-// removeContainer force-removes a container and its anonymous volumes; an
-// absent container is not an error.
-func removeContainer(ctx context.Context, conn *bindings.Connection, svc *service, id string) error {
-	err := call(ctx, conn, svc, request{
-		method:     http.MethodDelete,
-		path:       "/containers/%s",
-		pathValues: []string{id},
-		// timeout 0: a forced removal kills at once instead of waiting out
-		// the stop timeout (10 s) first, as Docker does.
-		query: url.Values{"force": {"true"}, "volumes": {"true"}, "timeout": {"0"}, "ignore": {"true"}},
-	}, nil)
-	if err != nil && errors.Is(kindOf(runtime.OpRemove, err), runtime.ErrNotFound) {
-		return nil
-	}
-	return err
 }

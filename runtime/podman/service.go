@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -24,38 +23,26 @@ import (
 func (r *Runtime) ping(ctx context.Context, conn *bindings.Connection) (*service, error) {
 	pctx, cancel := context.WithTimeout(ctx, r.pingTimeout)
 	defer cancel()
-	// The oldest version this adapter speaks: every libpod service
-	// serves it, and a Docker daemon does not.
-	req, err := http.NewRequestWithContext(pctx, http.MethodGet, baseURL(conn)+"/v4.0.0/libpod/_ping", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := conn.Client.Do(req)
+	v, err := pingService(pctx, conn)
 	if err != nil {
 		if pctx.Err() != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("no answer to ping within %s: %w", r.pingTimeout, err)
 		}
 		return nil, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	hdr := resp.Header.Get("Libpod-API-Version")
-	if resp.StatusCode != http.StatusOK || hdr == "" {
-		return nil, fmt.Errorf("not a libpod API: ping answered %s without a Libpod-API-Version", resp.Status)
-	}
-	major, minor, err := parseVersion(hdr)
+	major, minor, err := parseVersion(v)
 	if err != nil {
-		return nil, fmt.Errorf("libpod API version %q: %w", hdr, err)
+		return nil, fmt.Errorf("libpod API version %q: %w", v, err)
 	}
 	if major < minAPIMajor {
-		return nil, fmt.Errorf("libpod API %s is too old: this adapter needs %d.0 or later", hdr, minAPIMajor)
+		return nil, fmt.Errorf("libpod API %s is too old: this adapter needs %d.0 or later", v, minAPIMajor)
 	}
-	svc := &service{apiVersion: hdr, major: major, minor: minor}
+	svc := &service{apiVersion: v, major: major, minor: minor}
 
 	// The service answered: what follows may take longer than a ping.
 	ictx, icancel := context.WithTimeout(ctx, infoTimeout)
 	defer icancel()
-	info, err := serviceInfo(ictx, conn, svc)
+	info, err := (&client{conn: conn, svc: svc}).info(ictx)
 	if err != nil {
 		return nil, fmt.Errorf("info: %w", err)
 	}
@@ -64,19 +51,17 @@ func (r *Runtime) ping(ctx context.Context, conn *bindings.Connection) (*service
 	if conn.URI.Scheme == "unix" {
 		svc.rlimits, err = peerRlimits(ictx, conn.URI.Path)
 		if err != nil {
-			r.opts.log.DebugContext(ctx, "podman: cannot read the service's rlimits; rlimits are passed unclamped",
+			r.opts.Logger.DebugContext(ctx, "podman: cannot read the service's rlimits; rlimits are passed unclamped",
 				"endpoint", r.endpoint, "error", err)
 		}
 	}
 	return svc, nil
 }
 
-// baseURL is the URL prefix the bindings use for conn.
-func baseURL(conn *bindings.Connection) string {
-	if conn.URI.Scheme == "tcp" {
-		return "http://" + conn.URI.Host + conn.URI.Path
-	}
-	return "http://d"
+// canRemoveExec reports whether the service removes exec sessions on
+// request (libpod API 4.8 and later).
+func (s *service) canRemoveExec() bool {
+	return s.major > 4 || (s.major == 4 && s.minor >= 8)
 }
 
 // parseVersion reads "4.3.1" (or "v5.0.0-dev") as major and minor.
@@ -96,38 +81,15 @@ func parseVersion(v string) (int, int, error) {
 	return major, minor, nil
 }
 
-// infoReport is the part of GET /info the adapter reads.
-type infoReport struct {
-	Host struct {
-		CgroupVersion string `json:"cgroupVersion"`
-		Security      struct {
-			Rootless bool `json:"rootless"`
-		} `json:"security"`
-	} `json:"host"`
-	Store struct {
-		GraphRoot string `json:"graphRoot"`
-	} `json:"store"`
-	Version struct {
-		APIVersion string
-		Version    string
-	} `json:"version"`
-}
-
-func serviceInfo(ctx context.Context, conn *bindings.Connection, svc *service) (infoReport, error) {
-	var info infoReport
-	err := call(ctx, conn, svc, request{method: http.MethodGet, path: "/info"}, &info)
-	return info, err
-}
-
 // Version pings the service and reports its version, its libpod API
 // version, whether it runs rootless and its cgroup version.
 func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 	const op = runtime.OpVersion
-	conn, svc, err := r.connect(ctx, op, r.endpoint)
+	c, err := r.connect(ctx, op, r.endpoint)
 	if err != nil {
 		return runtime.Info{}, err
 	}
-	info, err := serviceInfo(ctx, conn, svc)
+	info, err := c.info(ctx)
 	if err != nil {
 		return runtime.Info{}, r.wrap(op, r.endpoint, err)
 	}
@@ -135,7 +97,7 @@ func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 		Runtime:       Name,
 		Endpoint:      r.endpoint,
 		Version:       info.Version.Version,
-		APIVersion:    svc.apiVersion,
+		APIVersion:    c.svc.apiVersion,
 		Rootless:      info.Host.Security.Rootless,
 		CgroupVersion: strings.TrimPrefix(info.Host.CgroupVersion, "v"),
 	}, nil
@@ -145,11 +107,11 @@ func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 // /var/lib/containers/storage).
 func (r *Runtime) graphRoot(ctx context.Context) (string, error) {
 	const op = runtime.OpVersion
-	conn, svc, err := r.connect(ctx, op, r.endpoint)
+	c, err := r.connect(ctx, op, r.endpoint)
 	if err != nil {
 		return "", err
 	}
-	info, err := serviceInfo(ctx, conn, svc)
+	info, err := c.info(ctx)
 	if err != nil {
 		return "", r.wrap(op, r.endpoint, err)
 	}

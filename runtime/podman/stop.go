@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
-
-	"go.podman.io/podman/v6/pkg/bindings"
 
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -30,22 +26,13 @@ const (
 // is runtime.ErrNotFound.
 func (r *Runtime) Stop(ctx context.Context, container string, grace time.Duration) error {
 	const op = runtime.OpStop
-	conn, svc, err := r.connect(ctx, op, container)
+	c, err := r.connect(ctx, op, container)
 	if err != nil {
 		return err
 	}
-	if grace < 0 {
-		grace = 0
-	}
-	secs := int(math.Ceil(grace.Seconds()))
-	err = call(ctx, conn, svc, request{
-		method:     http.MethodPost,
-		path:       "/containers/%s/stop",
-		pathValues: []string{container},
-		query:      url.Values{"timeout": {strconv.Itoa(secs)}},
-	}, nil)
-	if err != nil {
-		return r.notRunningIsDone(ctx, conn, svc, op, container, err)
+	secs := int(math.Ceil(max(grace, 0).Seconds()))
+	if err := c.stopContainer(ctx, container, secs); err != nil {
+		return r.notRunningIsDone(ctx, c, op, container, err)
 	}
 	return nil
 }
@@ -55,31 +42,25 @@ func (r *Runtime) Stop(ctx context.Context, container string, grace time.Duratio
 // one it is runtime.ErrNotFound.
 func (r *Runtime) Kill(ctx context.Context, container string) error {
 	const op = runtime.OpKill
-	conn, svc, err := r.connect(ctx, op, container)
+	c, err := r.connect(ctx, op, container)
 	if err != nil {
 		return err
 	}
-	err = call(ctx, conn, svc, request{
-		method:     http.MethodPost,
-		path:       "/containers/%s/kill",
-		pathValues: []string{container},
-		query:      url.Values{"signal": {"SIGKILL"}},
-	}, nil)
-	if err != nil {
-		return r.notRunningIsDone(ctx, conn, svc, op, container, err)
+	if err := c.killContainer(ctx, container, "SIGKILL"); err != nil {
+		return r.notRunningIsDone(ctx, c, op, container, err)
 	}
-	return r.waitNotRunning(ctx, conn, svc, op, container)
+	return r.waitNotRunning(ctx, c, op, container)
 }
 
 // notRunningIsDone turns the refusal to stop or kill a container that is
 // not running (libpod answers 409 "container state improper") into
 // success, after checking that it is indeed not running.
-func (r *Runtime) notRunningIsDone(ctx context.Context, conn *bindings.Connection, svc *service, op, container string, err error) error {
+func (r *Runtime) notRunningIsDone(ctx context.Context, c *client, op, container string, err error) error {
 	code, _ := status(err)
 	if code != http.StatusConflict && code != http.StatusInternalServerError {
 		return r.wrap(op, container, err)
 	}
-	ci, ierr := inspectRaw(ctx, conn, svc, container)
+	ci, ierr := c.inspectContainer(ctx, container)
 	if ierr != nil {
 		return r.wrap(op, container, errors.Join(err, ierr))
 	}
@@ -91,12 +72,12 @@ func (r *Runtime) notRunningIsDone(ctx context.Context, conn *bindings.Connectio
 
 // waitNotRunning polls until the container's state is no longer running
 // (a signal is delivered before the process is reaped).
-func (r *Runtime) waitNotRunning(ctx context.Context, conn *bindings.Connection, svc *service, op, container string) error {
+func (r *Runtime) waitNotRunning(ctx context.Context, c *client, op, container string) error {
 	deadline := time.Now().Add(killTimeout)
 	tick := time.NewTicker(statePoll)
 	defer tick.Stop()
 	for {
-		ci, err := inspectRaw(ctx, conn, svc, container)
+		ci, err := c.inspectContainer(ctx, container)
 		if err != nil {
 			if errors.Is(kindOf(op, err), runtime.ErrNotFound) {
 				return nil // removed meanwhile (e.g. by its lifetime)

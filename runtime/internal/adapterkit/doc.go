@@ -1,0 +1,12 @@
+// Package adapterkit is the plumbing that sandboxer's adapters share: the
+// scaffolding of their one translation point (Translator), the Run that
+// retries a start whose ephemeral host port was taken (Runner), the
+// removal of a half-made container (Discard), and the settings every
+// adapter's New reads (Settings).
+//
+// It holds no rule of the port (those are in package runtime, e.g.
+// runtime.RunSpec.Normalize) and no decision of a backend: each adapter
+// still classifies its own backend's errors in its own errors.go, and
+// decides for itself when a taken port may be retried. What is here is what
+// would otherwise be copied from one adapter to the next.
+package adapterkit

@@ -1,0 +1,282 @@
+package podman
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"go.podman.io/podman/v6/pkg/bindings"
+)
+
+// client is the libpod REST API of one service as this adapter calls it:
+// one method per request, taking and returning the wire types of wire.go.
+// It is the only place that spells out a request (method, path, query,
+// body). Its errors are untranslated: the service's error model
+// (errorhandling.ErrorModel, for an unsuccessful status) or the
+// transport's; the verbs hand them to wrap.
+type client struct {
+	conn *bindings.Connection
+	// svc is what the ping learnt: the API version requests are made at.
+	svc *service
+}
+
+// pingPath is the ping at the oldest libpod API this adapter speaks: every
+// libpod service serves it, and a Docker daemon does not.
+const pingPath = "/v4.0.0/libpod/_ping"
+
+// pingService asks the service at conn for its libpod API version (one request,
+// no retries), before anything else is known of it.
+func pingService(ctx context.Context, conn *bindings.Connection) (apiVersion string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL(conn)+pingPath, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := conn.Client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	v := resp.Header.Get("Libpod-API-Version")
+	if resp.StatusCode != http.StatusOK || v == "" {
+		return "", fmt.Errorf("not a libpod API: ping answered %s without a Libpod-API-Version", resp.Status)
+	}
+	return v, nil
+}
+
+// baseURL is the URL prefix the bindings use for conn.
+func baseURL(conn *bindings.Connection) string {
+	if conn.URI.Scheme == "tcp" {
+		return "http://" + conn.URI.Host + conn.URI.Path
+	}
+	return "http://d"
+}
+
+// info is GET /info.
+func (c *client) info(ctx context.Context) (infoReport, error) {
+	var out infoReport
+	err := c.call(ctx, request{method: http.MethodGet, path: "/info"}, &out)
+	return out, err
+}
+
+// imageExists is GET /images/{ref}/exists: 204 when the service has the
+// image, 404 when it has not.
+func (c *client) imageExists(ctx context.Context, ref string) (bool, error) {
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/images/%s/exists", pathValues: []string{ref}})
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNoContent, http.StatusOK:
+		return true, nil
+	case http.StatusNotFound:
+		return false, nil
+	default:
+		return false, resp.Process(nil)
+	}
+}
+
+// pullImage is POST /images/pull of ref (fully qualified), always from the
+// registry, with its progress (pullReport objects) as the returned stream;
+// insecure pulls over plain HTTP without verifying TLS. The stream reports
+// most failures itself, with a 200 status.
+func (c *client) pullImage(ctx context.Context, ref string, insecure bool) (io.ReadCloser, error) {
+	q := url.Values{"reference": {ref}, "quiet": {"false"}, "policy": {"always"}}
+	if insecure {
+		q.Set("tlsVerify", "false")
+	}
+	resp, err := c.do(ctx, request{method: http.MethodPost, path: "/images/pull", query: q})
+	if err != nil {
+		return nil, err
+	}
+	if !resp.IsSuccess() {
+		defer resp.Body.Close()
+		return nil, resp.Process(nil)
+	}
+	return resp.Body, nil
+}
+
+// createContainer is POST /containers/create.
+func (c *client) createContainer(ctx context.Context, sg *specGenerator) (createResponse, error) {
+	var out createResponse
+	err := c.call(ctx, request{method: http.MethodPost, path: "/containers/create", body: sg}, &out)
+	return out, err
+}
+
+// startContainer is POST /containers/{id}/start.
+func (c *client) startContainer(ctx context.Context, id string) error {
+	return c.call(ctx, request{method: http.MethodPost, path: "/containers/%s/start", pathValues: []string{id}}, nil)
+}
+
+// inspectContainer is GET /containers/{ref}/json.
+func (c *client) inspectContainer(ctx context.Context, ref string) (*containerInspect, error) {
+	var out containerInspect
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/containers/%s/json", pathValues: []string{ref}}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// stopContainer is POST /containers/{ref}/stop, waiting timeout seconds
+// before the kill.
+func (c *client) stopContainer(ctx context.Context, ref string, timeout int) error {
+	return c.call(ctx, request{
+		method:     http.MethodPost,
+		path:       "/containers/%s/stop",
+		pathValues: []string{ref},
+		query:      url.Values{"timeout": {strconv.Itoa(timeout)}},
+	}, nil)
+}
+
+// killContainer is POST /containers/{ref}/kill with signal ("SIGKILL").
+func (c *client) killContainer(ctx context.Context, ref, signal string) error {
+	return c.call(ctx, request{
+		method:     http.MethodPost,
+		path:       "/containers/%s/kill",
+		pathValues: []string{ref},
+		query:      url.Values{"signal": {signal}},
+	}, nil)
+}
+
+// removeContainer is DELETE /containers/{ref}: forced, with its anonymous
+// volumes, and at once (timeout 0: a forced removal kills without waiting
+// out the stop timeout first, as Docker does).
+func (c *client) removeContainer(ctx context.Context, ref string) error {
+	return c.call(ctx, request{
+		method:     http.MethodDelete,
+		path:       "/containers/%s",
+		pathValues: []string{ref},
+		query:      url.Values{"force": {"true"}, "volumes": {"true"}, "timeout": {"0"}, "ignore": {"true"}},
+	}, nil)
+}
+
+// listContainers is GET /containers/json of every container, in any
+// state, whose labels match every "key=value" of labels (all for none).
+func (c *client) listContainers(ctx context.Context, labels []string) ([]listedContainer, error) {
+	q := url.Values{"all": {"true"}}
+	if len(labels) > 0 {
+		f, err := json.Marshal(listFilters{Label: labels})
+		if err != nil {
+			return nil, err
+		}
+		q.Set("filters", string(f))
+	}
+	var out []listedContainer
+	err := c.call(ctx, request{method: http.MethodGet, path: "/containers/json", query: q}, &out)
+	return out, err
+}
+
+// execCreate is POST /containers/{ref}/exec; it returns the session's ID.
+func (c *client) execCreate(ctx context.Context, ref string, cfg execCreateConfig) (string, error) {
+	var out idResponse
+	err := c.call(ctx, request{method: http.MethodPost, path: "/containers/%s/exec", pathValues: []string{ref}, body: cfg}, &out)
+	return out.ID, err
+}
+
+// execStart is POST /exec/{id}/start, attached: it returns the session's
+// multiplexed stdout and stderr (see demux), which end with the process.
+// The stream is an upgraded connection that no longer follows ctx: the
+// caller closes it.
+func (c *client) execStart(ctx context.Context, id string) (io.ReadCloser, error) {
+	resp, err := c.do(ctx, request{
+		method:     http.MethodPost,
+		path:       "/exec/%s/start",
+		pathValues: []string{id},
+		body:       execStartConfig{Detach: false, Tty: false},
+		headers:    http.Header{"Connection": {"Upgrade"}, "Upgrade": {"tcp"}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, resp.Process(nil)
+	}
+	return resp.Body, nil
+}
+
+// execInspect is GET /exec/{id}/json.
+func (c *client) execInspect(ctx context.Context, id string) (execSession, error) {
+	var out execSession
+	err := c.call(ctx, request{method: http.MethodGet, path: "/exec/%s/json", pathValues: []string{id}}, &out)
+	return out, err
+}
+
+// execRemove is POST /exec/{id}/remove, forced (libpod API 4.8 and later:
+// see service.canRemoveExec).
+func (c *client) execRemove(ctx context.Context, id string) error {
+	return c.call(ctx, request{method: http.MethodPost, path: "/exec/%s/remove", pathValues: []string{id}, body: execRemoveConfig{Force: true}}, nil)
+}
+
+// createNetwork is POST /networks/create.
+func (c *client) createNetwork(ctx context.Context, n networkCreate) (networkCreate, error) {
+	var out networkCreate
+	err := c.call(ctx, request{method: http.MethodPost, path: "/networks/create", body: n}, &out)
+	return out, err
+}
+
+// removeNetwork is DELETE /networks/{name}.
+func (c *client) removeNetwork(ctx context.Context, name string) error {
+	return c.call(ctx, request{method: http.MethodDelete, path: "/networks/%s", pathValues: []string{name}}, nil)
+}
+
+// request is one call of the libpod API.
+type request struct {
+	method string
+	// path is the endpoint under /v<version>/libpod, with %s for each of
+	// pathValues (escaped by the bindings).
+	path       string
+	pathValues []string
+	query      url.Values
+	// body, when non-nil, is sent as JSON.
+	body any
+	// headers are extra request headers.
+	headers http.Header
+}
+
+// do sends req at the service's API version and returns the raw response,
+// whatever its status. The caller closes its body.
+func (c *client) do(ctx context.Context, req request) (*bindings.APIResponse, error) {
+	var body io.Reader
+	headers := http.Header{}
+	for k, v := range req.headers {
+		headers[k] = v
+	}
+	if req.body != nil {
+		b, err := json.Marshal(req.body)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+		headers.Set("Content-Type", "application/json")
+	}
+	// The bindings would otherwise address the API at their own (newer)
+	// version; the service's own is what it is sure to serve.
+	headers.Set("API-Version", c.svc.apiVersion)
+	resp, err := c.conn.DoRequest(ctx, body, req.method, req.path, req.query, headers, req.pathValues...)
+	if err != nil {
+		if resp != nil && resp.Response != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// call sends req and decodes a successful JSON answer into out (which may
+// be nil). An unsuccessful status is an error carrying the service's error
+// model (see errors.go); a 304 Not Modified is success.
+func (c *client) call(ctx context.Context, req request, out any) error {
+	resp, err := c.do(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return resp.Process(out)
+}
