@@ -34,6 +34,7 @@
 # All idempotent. Logs go to stderr; stdout carries only KEY=VALUE lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source-path=SCRIPTDIR/../.. source=hack/env/lib.sh
 . hack/env/lib.sh
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 
@@ -93,7 +94,7 @@ build() {
 	local tmp t0 ldflags modcache b
 	t0=$(date +%s)
 	tmp=$(mktemp -d)
-	# shellcheck disable=SC2064
+	# shellcheck disable=SC2064 # $tmp is expanded now on purpose: it is local, gone when the trap runs
 	trap "chmod -R u+w '$tmp' 2>/dev/null; rm -rf '$tmp'" EXIT
 	log "containerd: building $VERSION with go install into $BIN (takes a few minutes cold)"
 	ldflags="-X $MODULE/version.Version=$VERSION -X $MODULE/version.Revision=go-install -X $MODULE/version.Package=$MODULE"
