@@ -32,7 +32,8 @@ up() {
 	local t0 rt part
 	t0=$(date +%s)
 	mkdir -p build/run
-	need_pkgs ca-certificates curl debootstrap busybox-static iptables procps
+	# The shellcheck package is for `make lint`, which `make ci` runs after this.
+	need_pkgs ca-certificates curl debootstrap busybox-static iptables procps shellcheck
 	part=$(mktemp)
 	trap 'rm -f "$part"' RETURN
 	for rt in $(runtimes); do
