@@ -43,10 +43,16 @@ test: ## unit tests + conformance/integration for each runtime that answers
 ci: ## the CI run: env, every test verbose with SANDBOXER_REQUIRE runtimes required, lint, env-down
 	SANDBOXER_REQUIRE="$(SANDBOXER_REQUIRE)" TEST_TIMEOUT="$(TEST_TIMEOUT)" hack/ci.sh
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and shellcheck (hack/env.sh up installs it)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# Every shell script git tracks: *.sh, and the files without an extension
+	@# under hack/ and .ci/ whose #! line names sh or bash (.ci/run, mongosh).
+	@command -v shellcheck >/dev/null || { echo "shellcheck not found: apt-get install shellcheck"; exit 1; }; \
+	scripts=$$({ git ls-files '*.sh'; git ls-files hack .ci | grep -v '\.[^/]*$$' | while read -r f; do \
+		if head -n 1 "$$f" | grep -qE '^#!.*[/ ](ba)?sh( |$$)'; then echo "$$f"; fi; done; } | LC_ALL=C sort -u); \
+	echo shellcheck -x $$scripts; shellcheck -x $$scripts
 
 fmt: ## gofmt -w
 	gofmt -w $$(git ls-files '*.go')

@@ -13,6 +13,7 @@
 # down (what `make env-down` runs): stops only what `up` started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR/.. source=hack/env/lib.sh
 . hack/env/lib.sh
 
 runtimes() {
@@ -31,7 +32,8 @@ up() {
 	local t0 rt part
 	t0=$(date +%s)
 	mkdir -p build/run
-	need_pkgs ca-certificates curl debootstrap busybox-static iptables procps
+	# The shellcheck package is for `make lint`, which `make ci` runs after this.
+	need_pkgs ca-certificates curl debootstrap busybox-static iptables procps shellcheck
 	part=$(mktemp)
 	trap 'rm -f "$part"' RETURN
 	for rt in $(runtimes); do
@@ -49,7 +51,11 @@ up() {
 	mv build/images.env.tmp build/images.env
 	log "build/images.env:"
 	sed 's/^/[env]   /' build/images.env >&2
-	log "up in $(($(date +%s) - t0))s; started by us: $(ls build/run/*.pid 2>/dev/null | xargs -rn1 basename | tr '\n' ' ')"
+	local started=() pidfile
+	for pidfile in build/run/*.pid; do
+		[ -e "$pidfile" ] && started+=("${pidfile##*/}")
+	done
+	log "up in $(($(date +%s) - t0))s; started by us: ${started[*]}"
 }
 
 down() {

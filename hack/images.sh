@@ -73,11 +73,16 @@ fi
 
 # inputs NAME : the files whose contents make NAME's input hash, one a line.
 inputs() {
-	local name=$1 script="$images/$1.sh" extra f
+	local name=$1 script="$images/$1.sh" extra f words extras=()
+	# A "# sandboxer-inputs:" line lists blank-separated paths (split, never
+	# globbed).
+	while read -r -a words; do
+		extras+=("${words[@]}")
+	done < <(sed -n 's/^# sandboxer-inputs://p' "$script")
 	{
 		printf '%s\n' "$script" "$images/common.sh" "${tool_srcs[@]}"
 		[[ -d "$images/$name" ]] && find "$images/$name" -type f
-		for extra in $(sed -n 's/^# sandboxer-inputs://p' "$script"); do
+		for extra in "${extras[@]}"; do
 			case "$extra" in
 			/*) f=$extra ;;
 			*) f=$images/$extra ;;
@@ -148,6 +153,7 @@ fi
 
 # registry_answers : true when a registry answers GET /v2/ on $port.
 registry_answers() {
+	# shellcheck disable=SC2016 # the child bash expands it, with the port as $1
 	timeout 2 bash -c '
 		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
 		printf "GET /v2/ HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3
@@ -161,6 +167,7 @@ flock 9
 if registry_answers; then
 	say "registry answering on $registry"
 else
+	# shellcheck disable=SC2016 # the child bash expands it, with the port as $1
 	if timeout 1 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$port" 2>/dev/null; then
 		fail "port $port is taken by something that is not a registry (set SANDBOXER_REGISTRY_PORT)"
 	fi

@@ -23,16 +23,18 @@
 #          CONTAINERD_NAMESPACE=sandboxer
 #          CONTAINERD_RUNC_ROOT=/run/sandboxer/containerd/runc
 # down:  only if `up` started the daemon: removes every container left in the
-#        sandboxer namespace (through the adapter, so that each leaves its
-#        network; then with ctr), stops the daemon, and - unless the other
-#        flavour's daemon still runs - removes what tests' CNI networking left
-#        behind in our namespace of names: sbx-* bridges, iptables rules that
-#        mention them or our 10.213.0.0/16 pool, the CNI chains that are then
-#        empty and unused, the CNI result caches of our containers, and the
-#        adapter's state dir (network definitions, IP allocations, logs).
+#        sandboxer namespace (`sweep containers`, through the adapter, so that
+#        each leaves its network; then with ctr), stops the daemon, and -
+#        unless the other flavour's daemon still runs - removes what tests'
+#        CNI networking left on the host (`sweep network`: the adapter's
+#        bridges and veths, its iptables rules and the CNI chains they leave
+#        dead, its CNI result caches, its state dir; what is the adapter's is
+#        told by the adapter's own constants, see
+#        runtime/containerd/internal/sweep).
 # All idempotent. Logs go to stderr; stdout carries only KEY=VALUE lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source-path=SCRIPTDIR/../.. source=hack/env/lib.sh
 . hack/env/lib.sh
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 
@@ -64,17 +66,17 @@ ROOT=/var/lib/sandboxer/containerd$SUFFIX
 STATE=/run/sandboxer/containerd$SUFFIX
 ADDRESS=$STATE/containerd.sock
 RUNC_ROOT=$STATE/runc
-# The adapter's own state (network definitions, IPAM, task logs): must match
-# runtime/containerd's DefaultStateDir.
-ADAPTER_STATE=/run/sandboxer/containerd-adapter
-POOL_RE='10\.213\.'
-BRIDGE_PREFIX=sbx-
 PIDFILE=build/run/containerd$SUFFIX.pid
 LOGFILE=build/run/containerd$SUFFIX.log
 CONFIG=build/run/containerd$SUFFIX.toml
 
 ctr_() { timeout 20 "$CTR" --address "$ADDRESS" --namespace "$NAMESPACE" "$@"; }
 answers() { [ -S "$ADDRESS" ] && timeout 5 "$CTR" --address "$ADDRESS" version >/dev/null 2>&1; }
+# sweep MODE [FLAG...] runs the adapter's clean-up command for this daemon.
+sweep() {
+	CONTAINERD_ADDRESS=$ADDRESS CONTAINERD_NAMESPACE=$NAMESPACE CONTAINERD_RUNC_ROOT=$RUNC_ROOT GOFLAGS='' \
+		go run ./runtime/containerd/internal/sweep "$@"
+}
 
 built() {
 	local b
@@ -92,7 +94,7 @@ build() {
 	local tmp t0 ldflags modcache b
 	t0=$(date +%s)
 	tmp=$(mktemp -d)
-	# shellcheck disable=SC2064
+	# shellcheck disable=SC2064 # $tmp is expanded now on purpose: it is local, gone when the trap runs
 	trap "chmod -R u+w '$tmp' 2>/dev/null; rm -rf '$tmp'" EXIT
 	log "containerd: building $VERSION with go install into $BIN (takes a few minutes cold)"
 	ldflags="-X $MODULE/version.Version=$VERSION -X $MODULE/version.Revision=go-install -X $MODULE/version.Package=$MODULE"
@@ -207,18 +209,17 @@ up() {
 
 # remove_leftover_containers removes every container of our namespace
 # (containers outlive containerd itself: their shims keep running): first
-# through the adapter (runtime/containerd/internal/sweep), which leaves each
-# container's network properly, then with ctr for whatever is left. The ids
-# go to LEFTOVER_IDS for the network clean-up.
+# through the adapter (`sweep containers`), which leaves each container's
+# network properly, then with ctr for whatever is left. The ids go to
+# LEFTOVER_IDS for the network clean-up.
 LEFTOVER_IDS=""
 remove_leftover_containers() {
 	local id swept
 	answers || return 0
-	LEFTOVER_IDS=$(ctr_ containers ls -q 2>/dev/null || true)
+	LEFTOVER_IDS=$(ctr_ containers ls -q 2>/dev/null | tr '\n' ' ' || true)
 	[ -n "$LEFTOVER_IDS" ] || return 0
-	log "containerd: removing leftover containers: $(tr '\n' ' ' <<<"$LEFTOVER_IDS")"
-	swept=$(CONTAINERD_ADDRESS=$ADDRESS CONTAINERD_NAMESPACE=$NAMESPACE CONTAINERD_RUNC_ROOT=$RUNC_ROOT GOFLAGS='' \
-		go run ./runtime/containerd/internal/sweep) || log "containerd: the sweep failed; falling back to ctr"
+	log "containerd: removing leftover containers: $LEFTOVER_IDS"
+	swept=$(sweep containers) || log "containerd: the sweep failed; falling back to ctr"
 	[ -z "$swept" ] || log "containerd: swept $(tr '\n' ' ' <<<"$swept")"
 	for id in $(ctr_ tasks ls -q 2>/dev/null); do
 		ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true
@@ -231,78 +232,13 @@ remove_leftover_containers() {
 	done
 }
 
-# delete_rules TABLE REGEX deletes every rule of TABLE whose -S line matches
-# the extended regular expression.
-delete_rules() {
-	local table=$1 re=$2 rule
-	while read -r rule; do
-		[ -n "$rule" ] || continue
-		eval "iptables -w -t $table ${rule/-A/-D}" 2>/dev/null || true
-	done < <(iptables -w -t "$table" -S 2>/dev/null | grep -E -- "$re" || true)
-}
-
-# clean_iptables removes every rule that mentions our bridges or our address
-# pool, then every CNI-* chain that is left empty (with the jumps to it),
-# until nothing changes. Chains that still hold someone else's rules stay.
-clean_iptables() {
-	local table chain changed id
-	for table in filter nat mangle; do
-		iptables -w -t "$table" -S >/dev/null 2>&1 || continue
-		delete_rules "$table" "^-A .*($POOL_RE|$BRIDGE_PREFIX)"
-		for id in $LEFTOVER_IDS; do
-			delete_rules "$table" "^-A .*id: \\\\\"$id\\\\\""
-		done
-		# portmap's per-container chains do nothing once nothing jumps there.
-		for chain in $(iptables -w -t "$table" -S | awk '$1=="-N" && $2 ~ /^CNI-DN-/ {print $2}'); do
-			if ! iptables -w -t "$table" -S | grep -qE -- "-j $chain( |\$)"; then
-				{ iptables -w -t "$table" -F "$chain" && iptables -w -t "$table" -X "$chain"; } || true
-			fi
-		done
-		changed=1
-		while [ "$changed" = 1 ]; do
-			changed=0
-			for chain in $(iptables -w -t "$table" -S | awk '$1=="-N" && $2 ~ /^CNI-/ {print $2}'); do
-				if iptables -w -t "$table" -S "$chain" | grep -v -- "^-N " | grep -q .; then
-					continue # not empty
-				fi
-				delete_rules "$table" "^-A .* -j $chain( |\$)"
-				iptables -w -t "$table" -F "$chain" 2>/dev/null || true
-				iptables -w -t "$table" -X "$chain" 2>/dev/null && changed=1
-			done
-		done
-	done
-	# portmap's masquerade plumbing serves no one once no DNAT chain is left.
-	if ! iptables -w -t nat -S CNI-HOSTPORT-DNAT >/dev/null 2>&1; then
-		for chain in CNI-HOSTPORT-MASQ CNI-HOSTPORT-SETMARK; do
-			iptables -w -t nat -S "$chain" >/dev/null 2>&1 || continue
-			delete_rules nat "^-A .* -j $chain( |\$)"
-			{ iptables -w -t nat -F "$chain" && iptables -w -t nat -X "$chain"; } || true
-		done
-	fi
-}
-
+# clean_network removes what the adapter's CNI networking left on the host
+# (`sweep network`; it needs no daemon), logging each object it removes.
 clean_network() {
-	local dev id
-	for dev in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$BRIDGE_PREFIX" || true); do
-		log "containerd: deleting bridge $dev"
-		ip link delete "$dev" || true
-	done
-	for dev in $(ip -o link show type veth 2>/dev/null | grep -- "master $BRIDGE_PREFIX" | awk -F': ' '{print $2}' | cut -d@ -f1 || true); do
-		ip link delete "$dev" 2>/dev/null || true
-	done
-	clean_iptables
-	# libcni caches ADD results in /var/lib/cni (go-cni offers no other
-	# place); DEL removes them, so only interrupted tests leave some.
-	# Results are found by our address pool, or by a leftover container's id.
-	if [ -d /var/lib/cni/results ]; then
-		find /var/lib/cni/results -type f -exec grep -lEZ -- "$POOL_RE" {} + 2>/dev/null | xargs -0r rm -f || true
-		for id in $LEFTOVER_IDS; do
-			find /var/lib/cni/results -type f -exec grep -lZ -- "\"containerId\":\"$id\"" {} + 2>/dev/null | xargs -0r rm -f || true
-		done
-	fi
-	# Network definitions, IP reservations and task logs: every container of
-	# the namespace is gone, and so are the bridges.
-	rm -rf "$ADAPTER_STATE"
+	local line
+	while IFS= read -r line; do
+		log "containerd: $line"
+	done < <(sweep network --leftover-ids "$LEFTOVER_IDS" || log "containerd: the network sweep failed: what it could not remove stays")
 }
 
 down() {

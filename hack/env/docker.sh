@@ -8,6 +8,7 @@
 # down: stops dockerd if (and only if) `up` started it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source-path=SCRIPTDIR/../.. source=hack/env/lib.sh
 . hack/env/lib.sh
 
 SOCK=/var/run/docker.sock

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared shell helpers for hack/env/*.sh and hack/env.sh. Sourced, not run.
 # Everything logs to stderr: stdout is reserved for KEY=VALUE lines.
 
@@ -38,13 +39,13 @@ start_daemon() {
 # stop_daemon PIDFILE NAME stops the process recorded in PIDFILE (TERM, then
 # KILL after 20 s) and removes the file. No PID file: nothing to do.
 stop_daemon() {
-	local pidfile=$1 name=$2 pid i
+	local pidfile=$1 name=$2 pid
 	[ -f "$pidfile" ] || { log "$name: not started by us, left alone"; return 0; }
 	pid=$(cat "$pidfile")
 	if kill -0 "$pid" 2>/dev/null; then
 		log "$name: stopping pid $pid"
 		kill -TERM "$pid" 2>/dev/null || true
-		for i in $(seq 1 200); do
+		for _ in $(seq 1 200); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done

@@ -17,6 +17,7 @@
 # SANDBOXER_PODMAN_SOCK overrides the socket path.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source-path=SCRIPTDIR/../.. source=hack/env/lib.sh
 . hack/env/lib.sh
 
 SOCK=${SANDBOXER_PODMAN_SOCK:-/run/sandboxer/podman.sock}

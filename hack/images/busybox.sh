@@ -5,7 +5,7 @@
 # declares VOLUME /data (the busybox-volume image; same rootfs).
 # sandboxer-inputs: /bin/busybox
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=common.sh
+# shellcheck source-path=SCRIPTDIR source=common.sh
 . "$HERE/common.sh"
 
 [[ $# -ge 1 && $# -le 2 ]] || die "usage: $0 WORKDIR [--volume]"

@@ -172,6 +172,7 @@ _umount_if_mounted() {
 # (default 0644).
 rootfs_write() {
 	local root="$1" path="$2" mode="${3:-0644}"
+	# shellcheck disable=SC2016 # the rootfs's sh expands it, with PATH and MODE as $1 and $2
 	chroot "$root" /bin/sh -c 'mkdir -p "$(dirname "$1")" && cat >"$1" && chmod "$2" "$1"' sh "$path" "$mode"
 }
 

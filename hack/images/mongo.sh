@@ -17,7 +17,7 @@
 # install keyed by the lockfile's hash. Needs, on the host: go, npm,
 # debootstrap (via common.sh), and root (chroot).
 
-# shellcheck source=common.sh
+# shellcheck source-path=SCRIPTDIR source=common.sh
 . "$(dirname "$0")/common.sh"
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 

@@ -9,7 +9,7 @@
 # pg_isready and psql on PATH; StopSignal SIGINT.
 # The entrypoint is postgres/docker-entrypoint.sh beside this script.
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=common.sh
+# shellcheck source-path=SCRIPTDIR source=common.sh
 . "$HERE/common.sh"
 
 [[ $# -eq 1 ]] || die "usage: $0 WORKDIR"
@@ -45,8 +45,11 @@ grep -q "^listen_addresses = '\*'" "$root/usr/share/postgresql/$major/postgresql
 
 # postgresql-common's /usr/bin wrappers are perl (pg_wrapper); point the
 # client commands straight at the version's binaries instead, so that perl
-# can go.
+# can go. The script runs in the rootfs's sh, with the version's bin dir as
+# its $1.
+# shellcheck disable=SC2016 # the rootfs's sh expands it, not this one
 chroot_run "$root" sh -ec '
+	bindir=$1
 	for f in /usr/bin/*; do
 		[ -L "$f" ] || continue
 		case "$(readlink "$f")" in
@@ -54,19 +57,20 @@ chroot_run "$root" sh -ec '
 		*) continue ;;
 		esac
 		name=${f##*/}
-		if [ -x "'"$bindir"'/$name" ]; then
-			ln -sfn "'"$bindir"'/$name" "$f"
+		if [ -x "$bindir/$name" ]; then
+			ln -sfn "$bindir/$name" "$f"
 		else
 			rm -f "$f"
 		fi
 	done
-'
+' sh "$bindir"
 
 # Purge what a test database never uses: JIT (LLVM, z3), perl (only
 # postgresql-common's tools need it), locales data. JIT then reports
 # unavailable; queries are unaffected. dpkg --force-depends because
 # postgresql-17 declares these dependencies.
 purge=()
+# shellcheck disable=SC2016 # ${Package} is dpkg-query's format, not the shell's
 for pkg in $(chroot_run "$root" dpkg-query -W -f '${Package}\n'); do
 	case "$pkg" in
 	libllvm* | libz3-* | perl | perl-modules-* | libperl5.* | locales | postgresql-client-common | postgresql-common | ssl-cert | libjson-perl | libcommon-sense-perl | libtypes-serialiser-perl | libjson-xs-perl)

@@ -8,7 +8,7 @@
 # /data, redis-cli on PATH.
 # The entrypoint is redis/docker-entrypoint.sh beside this script.
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=common.sh
+# shellcheck source-path=SCRIPTDIR source=common.sh
 . "$HERE/common.sh"
 
 [[ $# -eq 1 ]] || die "usage: $0 WORKDIR"

@@ -92,10 +92,10 @@ docker_init_database_dir() {
 	fi
 	if [ -n "$POSTGRES_PASSWORD" ]; then
 		# The password goes through a pipe, never argv or the environment of initdb.
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # POSTGRES_INITDB_ARGS is split into words, as the official image does
 		initdb "${args[@]}" --pwfile=<(printf '%s\n' "$POSTGRES_PASSWORD") $POSTGRES_INITDB_ARGS
 	else
-		# shellcheck disable=SC2086
+		# shellcheck disable=SC2086 # as above
 		initdb "${args[@]}" $POSTGRES_INITDB_ARGS
 	fi
 }
@@ -158,7 +158,7 @@ docker_process_init_files() {
 				"$f"
 			else
 				printf '%s: sourcing %s\n' "$0" "$f"
-				# shellcheck disable=SC1090
+				# shellcheck disable=SC1090 # the user's init script: known only at run time
 				. "$f"
 			fi
 			;;

@@ -1,53 +1,121 @@
-// Command sweep removes every container of the adapter's containerd
-// namespace through the adapter itself, so that each leaves its network
-// properly (CNI DEL with the configuration it joined with) before its task
-// and snapshot go. hack/env/containerd.sh down runs it before stopping a
-// daemon it started, to clean up after tests that died half-way.
+// Command sweep cleans up after the containerd adapter's containers when
+// tests died half-way, for hack/env/containerd.sh down. It knows what is the
+// adapter's from the adapter's own constants (containerd.BridgePrefix,
+// containerd.SubnetPool, containerd.DefaultStateDir), so that no script
+// spells them out again.
 //
-// It reads CONTAINERD_ADDRESS, CONTAINERD_NAMESPACE and the adapter's other
-// settings like the adapter does, and prints the removed containers' names.
+//	sweep [containers]
+//	    Removes every container of the adapter's containerd namespace
+//	    through the adapter itself, so that each leaves its network properly
+//	    (CNI DEL with the configuration it joined with) before its task and
+//	    snapshot go. It reads CONTAINERD_ADDRESS, CONTAINERD_NAMESPACE and
+//	    the adapter's other settings like the adapter does, and prints the
+//	    removed containers' names.
+//
+//	sweep network [-leftover-ids ID,...] [-dry-run] [-state-dir DIR] [-cni-cache-dir DIR]
+//	    Removes what the adapter's CNI networking left on the host: the
+//	    adapter's bridges (BridgePrefix) and the veths on them; iptables
+//	    rules (filter, nat, mangle) that name an address of SubnetPool,
+//	    match on one of those bridges, or whose comment names a leftover
+//	    container; the CNI-* chains that leaves empty or dead (portmap's
+//	    CNI-DN-* and CNI-HOSTPORT-* plumbing included) with the rules that
+//	    jump to them; libcni's cached results of those containers or
+//	    addresses; and the adapter's state dir. A chain that still holds
+//	    someone else's rule stays. It needs no daemon, and must run only
+//	    when no container of the adapter runs: it cannot tell a live
+//	    container's rules from a dead one's. It prints one line per object
+//	    removed.
+//
+// Exit status: 0 when everything was removed, 1 when something could not
+// be (each failure on stderr), 2 on a usage error.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
-	"log/slog"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/containernetworking/cni/libcni"
 
 	"github.com/roboco/sandboxer/runtime/containerd"
 )
 
+// sweepTimeout bounds a whole run, so that a hung daemon or iptables lock
+// cannot hold `hack/env.sh down` forever.
+const sweepTimeout = 5 * time.Minute
+
 func main() {
-	if err := sweep(); err != nil {
+	mode, args := "containers", os.Args[1:]
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		mode, args = args[0], args[1:]
+	}
+	var err error
+	switch mode {
+	case "containers":
+		err = containersCmd(args)
+	case "network":
+		err = networkCmd(args)
+	default:
+		fmt.Fprintf(os.Stderr, "sweep: unknown mode %q: want containers or network\n", mode)
+		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(2)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sweep:", err)
 		os.Exit(1)
 	}
 }
 
-func sweep() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+// containersCmd is `sweep containers`.
+func containersCmd(args []string) error {
+	fs := flag.NewFlagSet("sweep containers", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return flag.ErrHelp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
 	defer cancel()
-	r, err := containerd.New(containerd.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
-	if err != nil {
+	return sweepContainers(ctx, os.Stdout, os.Stderr)
+}
+
+// networkCmd is `sweep network`.
+func networkCmd(args []string) error {
+	fs := flag.NewFlagSet("sweep network", flag.ContinueOnError)
+	ids := fs.String("leftover-ids", "", "`ids` of the containers left behind, comma or blank separated (as ctr containers ls -q prints them): rules and CNI results that name one go even without an address of the pool")
+	dryRun := fs.Bool("dry-run", false, "print what would be removed, remove nothing")
+	stateDir := fs.String("state-dir", containerd.DefaultStateDir, "the adapter's state dir, removed whole (empty: keep it)")
+	cniCacheDir := fs.String("cni-cache-dir", libcni.CacheDir, "libcni's cache dir, whose results/ holds the cached ADD results")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	defer r.Close()
-	all, err := r.List(ctx, nil)
-	if err != nil {
-		return err
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return flag.ErrHelp
 	}
-	failed := 0
-	for _, c := range all {
-		if err := r.Remove(ctx, c.Name); err != nil {
-			fmt.Fprintln(os.Stderr, "sweep:", err)
-			failed++
-			continue
-		}
-		fmt.Println(c.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
+	defer cancel()
+	h := &hostNetwork{
+		owner: owner{
+			pool:       containerd.SubnetPool(),
+			ownsBridge: containerd.OwnsBridge,
+			ids:        strings.FieldsFunc(*ids, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }),
+		},
+		tables:      []string{"filter", "nat", "mangle"},
+		cniCacheDir: *cniCacheDir,
+		stateDir:    *stateDir,
+		dryRun:      *dryRun,
+		run:         execRunner,
+		out:         os.Stdout,
+		warn:        os.Stderr,
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d containers not removed", failed, len(all))
-	}
-	return nil
+	return h.sweep(ctx)
 }
