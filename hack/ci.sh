@@ -6,12 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 t0=$(date +%s)
+# shellcheck disable=SC2317 # run by the EXIT trap, which shellcheck cannot see
 cleanup() {
 	rc=$?
 	echo "::: env-down"
 	hack/env.sh down || rc=1
 	echo "::: make ci finished in $(($(date +%s) - t0))s, exit $rc"
-	exit $rc
+	exit "$rc"
 }
 trap cleanup EXIT
 
