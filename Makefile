@@ -9,6 +9,9 @@ GO ?= go
 # Runtimes whose absence FAILS the tests under `make ci` (instead of skipping).
 SANDBOXER_REQUIRE ?= docker,podman,containerd
 TEST_TIMEOUT ?= 60m
+# staticcheck, run by `make lint` at a pinned version (`go run` fetches it
+# through the module proxy once, then from the module cache).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: help build demo env env-down images test test-unit ci lint fmt bench clean
 
@@ -43,10 +46,11 @@ test: ## unit tests + conformance/integration for each runtime that answers
 ci: ## the CI run: env, every test verbose with SANDBOXER_REQUIRE runtimes required, lint, env-down
 	SANDBOXER_REQUIRE="$(SANDBOXER_REQUIRE)" TEST_TIMEOUT="$(TEST_TIMEOUT)" hack/ci.sh
 
-lint: ## gofmt, go vet and shellcheck (hack/env.sh up installs it)
+lint: ## gofmt, go vet, staticcheck (pinned, from the module proxy) and shellcheck (hack/env.sh up installs it)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 	@# Every shell script git tracks: *.sh, and the files without an extension
 	@# under hack/ and .ci/ whose #! line names sh or bash (.ci/run, mongosh).
 	@command -v shellcheck >/dev/null || { echo "shellcheck not found: apt-get install shellcheck"; exit 1; }; \
