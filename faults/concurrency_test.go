@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/bench"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -106,10 +107,10 @@ func envURLName(engine string) string {
 func TestConcurrentDistinctOwners(t *testing.T) {
 	const owners = 20
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newFenv(t, b)
-		ctx := testCtx(t, 5*time.Minute)
-		e.warm()
-		p := e.provisioner(nil)
+		e := testruntimes.NewWorld(t, b)
+		ctx := testkit.Context(t, 5*time.Minute)
+		e.Warm()
+		p := e.Provisioner(nil)
 		services := []string{"redis"}
 
 		errs := make([]error, owners)
@@ -152,7 +153,7 @@ func TestConcurrentDistinctOwners(t *testing.T) {
 		for i, err := range errs {
 			assert.NoError(t, err, "owner %d", i)
 		}
-		assert.Empty(t, names(e.sandboxes(ctx)), "zero leaks")
+		assert.Empty(t, e.SandboxNames(ctx), "zero leaks")
 	})
 }
 
@@ -176,10 +177,10 @@ func TestConcurrentSameOwner(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		for _, tt := range cases {
 			t.Run(tt.name, func(t *testing.T) {
-				e := newFenv(t, b)
-				ctx := testCtx(t, 5*time.Minute)
-				e.warm()
-				p := e.provisioner(nil)
+				e := testruntimes.NewWorld(t, b)
+				ctx := testkit.Context(t, 5*time.Minute)
+				e.Warm()
+				p := e.Provisioner(nil)
 				const id = "same"
 
 				sbs := make([]provision.Sandbox, calls)
@@ -211,10 +212,10 @@ func TestConcurrentSameOwner(t *testing.T) {
 				require.NoError(t, err)
 				if len(winners) == 0 {
 					t.Logf("no call won: every one hit a conflict")
-					assert.Empty(t, names(owned), "no winner: the owner has nothing")
+					assert.Empty(t, testkit.Names(owned), "no winner: the owner has nothing")
 				} else {
 					sb := sbs[winners[0]]
-					t.Logf("call %d won: %v", winners[0], names(owned))
+					t.Logf("call %d won: %v", winners[0], testkit.Names(owned))
 					want := map[string]bool{}
 					for _, c := range sb.Containers {
 						want[c.ID] = true
@@ -233,7 +234,7 @@ func TestConcurrentSameOwner(t *testing.T) {
 
 				_, err = p.Teardown(ctx, id)
 				require.NoError(t, err)
-				assert.Empty(t, names(e.sandboxes(ctx)), "zero leaks")
+				assert.Empty(t, e.SandboxNames(ctx), "zero leaks")
 			})
 		}
 	})
