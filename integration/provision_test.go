@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -310,7 +309,7 @@ func TestRollbackOnProbeNeverReady(t *testing.T) {
 		e := newEnv(t, b)
 		ctx := testkit.Context(t, 3*time.Minute)
 		reg := engines.MustRegistry(engines.Postgres{}, wrongPasswordRedis{}, engines.Mongo{})
-		rec := &recordingRuntime{ContainerRuntime: b.RT}
+		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Registry: reg, Getenv: func(string) string { return "" }})
 		require.NoError(t, err)
 		id := e.Owner("never")
@@ -328,35 +327,11 @@ func TestRollbackOnProbeNeverReady(t *testing.T) {
 		assert.Contains(t, err.Error(), "last probe output: ")
 		assert.NotContains(t, err.Error(), "\n", "one line")
 		assert.NoError(t, pe.Rollback)
-		for _, pw := range rec.passwords() {
+		for _, pw := range rec.Passwords() {
 			assert.NotContains(t, err.Error(), pw, "no password in the error")
 		}
 		assert.Empty(t, e.Owned(ctx, p, id), "zero containers carry the owner label")
 	})
-}
-
-// recordingRuntime remembers the passwords of the sandboxes it runs.
-type recordingRuntime struct {
-	runtime.ContainerRuntime
-	mu  sync.Mutex
-	pws []string
-}
-
-func (r *recordingRuntime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	r.mu.Lock()
-	for _, v := range append(slices.Collect(maps.Values(spec.Env)), spec.Command...) {
-		if len(v) == 2*engines.PasswordBytes {
-			r.pws = append(r.pws, v)
-		}
-	}
-	r.mu.Unlock()
-	return r.ContainerRuntime.Run(ctx, spec)
-}
-
-func (r *recordingRuntime) passwords() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.pws)
 }
 
 // Timings, host mode: each engine alone and the allEngines, next to the
