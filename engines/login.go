@@ -35,9 +35,6 @@ type Session struct {
 	Server string
 }
 
-// String renders "pgx, server 16.4".
-func (s Session) String() string { return s.Client + ", server " + s.Server }
-
 // AttemptTimeout caps one login attempt where ctx does not bound it
 // sooner. It is generous because a single attempt is also what proves
 // readiness in the tests: on a 2-core host under 20 concurrent provisions

@@ -23,6 +23,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/roboco/sandboxer/bench"
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
@@ -60,7 +61,7 @@ func TestProvisionHostMode(t *testing.T) {
 		start := time.Now()
 		sb, err := p.Provision(ctx, id, allEngines)
 		require.NoError(t, err)
-		t.Logf("allEngines provisioned in %s (host mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
+		t.Logf("every engine provisioned in %s (host mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
 		env := sb.Map()
 
 		for _, c := range sb.Containers {
@@ -119,7 +120,7 @@ func TestProvisionHostMode(t *testing.T) {
 		start = time.Now()
 		removed, err := p.Teardown(ctx, id)
 		require.NoError(t, err)
-		t.Logf("allEngines torn down in %s", time.Since(start).Round(time.Millisecond))
+		t.Logf("every engine torn down in %s", time.Since(start).Round(time.Millisecond))
 		assert.Len(t, removed, 3)
 		assert.Empty(t, e.Owned(ctx, p, id), "zero containers carry the owner label")
 		if b.DanglingVolumes != nil {
@@ -153,7 +154,7 @@ func TestProvisionSiblingMode(t *testing.T) {
 		start := time.Now()
 		sb, err := p.Provision(ctx, id, allEngines)
 		require.NoError(t, err)
-		t.Logf("allEngines provisioned in %s (sibling mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
+		t.Logf("every engine provisioned in %s (sibling mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
 		for _, c := range sb.Containers {
 			ctr, err := b.RT.Inspect(ctx, c.ID)
 			require.NoError(t, err)
@@ -209,13 +210,9 @@ func TestProvisionSiblingMode(t *testing.T) {
 
 // Readiness never fires early: after each of many provisions in a row,
 // the very first connection of a real client, without retries, succeeds.
-// SANDBOXER_READINESS_ROUNDS changes the number of rounds (default 20, 3
-// with -short).
+// SANDBOXER_READINESS_ROUNDS changes the number of rounds (default 20).
 func TestReadinessNeverEarly(t *testing.T) {
 	rounds := 20
-	if testing.Short() {
-		rounds = 3
-	}
 	if v := os.Getenv("SANDBOXER_READINESS_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		require.NoError(t, err, "SANDBOXER_READINESS_ROUNDS")
@@ -235,26 +232,22 @@ func TestReadinessNeverEarly(t *testing.T) {
 			sb, err := p.Provision(ctx, id, allEngines)
 			require.NoError(t, err, "round %d", i)
 			times = append(times, time.Since(start))
-			env := sb.Map()
 			// One attempt each, no client-side retry.
-			firstTry := map[string]error{
-				"postgres": pgOnce(ctx, env["ROBOCO_TEST_DB_URL"]),
-				"redis":    redisOnce(ctx, env["ROBOCO_TEST_REDIS_URL"]),
-				"mongo":    mongoOnce(ctx, env["ROBOCO_TEST_MONGO_URL"]),
-			}
-			for svc, err := range firstTry {
-				if assert.NoError(t, err, "round %d: %s's first connection", i, svc) {
-					ok[svc]++
+			for _, c := range sb.Containers {
+				if _, err := testruntimes.Login(ctx, sb, c); assert.NoError(t, err, "round %d: %s's first connection", i, c.Engine) {
+					ok[c.Engine]++
 				}
 			}
 			_, err = p.Teardown(ctx, id)
 			require.NoError(t, err)
 		}
+		var firsts []string
 		for _, svc := range allEngines {
 			assert.Equal(t, rounds, ok[svc], "%s: first connections that succeeded", svc)
+			firsts = append(firsts, fmt.Sprintf("%s %d/%d", svc, ok[svc], rounds))
 		}
-		t.Logf("readiness: postgres %d/%d, redis %d/%d, mongo %d/%d first connections; allEngines provision %s; %d rounds with teardown in %s",
-			ok["postgres"], rounds, ok["redis"], rounds, ok["mongo"], rounds, summary(times), rounds, time.Since(began).Round(time.Second))
+		t.Logf("readiness: %s first connections; every engine's provision %s; %d rounds with teardown in %s",
+			strings.Join(firsts, ", "), summary(times), rounds, time.Since(began).Round(time.Second))
 	})
 }
 
@@ -367,11 +360,11 @@ func TestProvisionTimings(t *testing.T) {
 				_, err = p.Teardown(ctx, id)
 				require.NoError(t, err)
 			}
-			id := e.Owner("time-allEngines")
+			id := e.Owner("time-all")
 			start := time.Now()
 			_, err := p.Provision(ctx, id, allEngines)
 			require.NoError(t, err)
-			prov["allEngines"] = append(prov["allEngines"], time.Since(start))
+			prov["all"] = append(prov["all"], time.Since(start))
 			_, err = p.Teardown(ctx, id)
 			require.NoError(t, err)
 		}
@@ -382,8 +375,8 @@ func TestProvisionTimings(t *testing.T) {
 			slowest = max(slowest, bm)
 			lines = append(lines, fmt.Sprintf("%-8s baseline %7s  provision %7s  ratio %.2f", svc, bm.Round(time.Millisecond), pm.Round(time.Millisecond), float64(pm)/float64(bm)))
 		}
-		tm := median(prov["allEngines"])
-		lines = append(lines, fmt.Sprintf("%-8s slowest  %7s  provision %7s  ratio %.2f", "allEngines", slowest.Round(time.Millisecond), tm.Round(time.Millisecond), float64(tm)/float64(slowest)))
+		tm := median(prov["all"])
+		lines = append(lines, fmt.Sprintf("%-8s slowest  %7s  provision %7s  ratio %.2f", "all", slowest.Round(time.Millisecond), tm.Round(time.Millisecond), float64(tm)/float64(slowest)))
 		t.Logf("host mode, %s, median of %d:\n%s", b.Name, rounds, strings.Join(lines, "\n"))
 	})
 }
@@ -427,30 +420,11 @@ func (e env) baseline(ctx context.Context, svc string, round int) (time.Duration
 	if len(ctr.Ports) == 0 {
 		return 0, errors.New("no published port")
 	}
-	env := map[string]string{}
-	for _, v := range eng.Env("X", engines.Endpoint{Host: "127.0.0.1", Port: ctr.Ports[0].HostPort}, cred) {
-		env[v.Name] = v.Value
+	url, _ := engines.URLVar(eng.Env("X", engines.Endpoint{Host: "127.0.0.1", Port: ctr.Ports[0].HostPort}, cred))
+	if err := bench.PollLogin(ctx, bench.Logins[svc], url.Value, spec.ReadyTimeout); err != nil {
+		return 0, err
 	}
-	login := map[string]func() error{
-		"postgres": func() error { return pgOnce(ctx, env["X_DB_URL"]) },
-		"redis":    func() error { return redisOnce(ctx, env["X_REDIS_URL"]) },
-		"mongo":    func() error { return mongoOnce(ctx, env["X_MONGO_URL"]) },
-	}[svc]
-	deadline := time.Now().Add(spec.ReadyTimeout)
-	for {
-		err := login()
-		if err == nil {
-			return time.Since(start), nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no login within %s: %w", spec.ReadyTimeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return time.Since(start), nil
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -469,43 +443,6 @@ func summary(ds []time.Duration) string {
 	s := slices.Clone(ds)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return fmt.Sprintf("median %s (min %s, max %s)", median(s).Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
-}
-
-// pgOnce connects once (no retry) and runs select 1.
-func pgOnce(ctx context.Context, url string) error {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(cctx, url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	var one int
-	return conn.QueryRow(cctx, "select 1").Scan(&one)
-}
-
-// redisOnce pings once, client retries off.
-func redisOnce(ctx context.Context, url string) error {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return err
-	}
-	opts.MaxRetries = -1
-	opts.DialTimeout = 5 * time.Second
-	c := redis.NewClient(opts)
-	defer c.Close()
-	return c.Ping(ctx).Err()
-}
-
-// mongoOnce pings with a short server selection, so that a server that is
-// not up fails rather than being waited for.
-func mongoOnce(ctx context.Context, url string) error {
-	c, err := mongo.Connect(options.Client().ApplyURI(url).SetServerSelectionTimeout(time.Second).SetRetryReads(false).SetRetryWrites(false))
-	if err != nil {
-		return err
-	}
-	defer c.Disconnect(context.WithoutCancel(ctx))
-	return c.Database("admin").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
 }
 
 func pgWriteRead(ctx context.Context, url, value string) error {

@@ -20,13 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
@@ -236,47 +231,6 @@ func passwords(env map[string]string) []string {
 	return out
 }
 
-func pgCheck(t *testing.T, url string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	var n int
-	require.NoError(t, conn.QueryRow(ctx, "select 41 + 1").Scan(&n))
-	assert.Equal(t, 42, n)
-}
-
-func redisCheck(t *testing.T, url string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	o, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	c := redis.NewClient(o)
-	defer c.Close()
-	require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
-	got, err := c.Get(ctx, "k").Result()
-	require.NoError(t, err)
-	assert.Equal(t, "v", got)
-}
-
-func mongoCheck(t *testing.T, url, db string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := mongo.Connect(options.Client().ApplyURI(url).SetServerSelectionTimeout(20 * time.Second))
-	require.NoError(t, err)
-	defer c.Disconnect(ctx)
-	coll := c.Database(db).Collection("t")
-	_, err = coll.InsertOne(ctx, bson.D{{Key: "v", Value: 1}})
-	require.NoError(t, err)
-	n, err := coll.CountDocuments(ctx, bson.D{})
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, n)
-}
-
 // upJSON is `up -o json`'s output.
 type upJSON struct {
 	OwnerID    string `json:"owner_id"`
@@ -381,14 +335,8 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 			env := tt.env(t, c, r, dir)
 
 			for _, s := range tt.services {
-				switch s {
-				case "postgres":
-					pgCheck(t, env["ROBOCO_TEST_DB_URL"])
-				case "redis":
-					redisCheck(t, env["ROBOCO_TEST_REDIS_URL"])
-				case "mongo":
-					mongoCheck(t, env["ROBOCO_TEST_MONGO_URL"], env["ROBOCO_TEST_MONGO_DB"])
-				}
+				_, err := engines.Default.Login(testkit.Context(t, time.Minute), s, env[engines.Default.URLName(s, "ROBOCO_TEST")])
+				require.NoError(t, err, "a real client logs in to %s with the emitted URL", s)
 			}
 			pws := passwords(env)
 			require.Len(t, pws, len(tt.services), "one password per service")
@@ -612,7 +560,8 @@ func TestRunSurvivesAConcurrentGC(t *testing.T) {
 
 	url, err := os.ReadFile(filepath.Join(dir, "started"))
 	require.NoError(t, err)
-	redisCheck(t, string(url))
+	_, err = engines.Default.Login(testkit.Context(t, time.Minute), "redis", string(url))
+	require.NoError(t, err, "the run's redis takes a login")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o600))
 	assert.Equal(t, 0, waitExit(t, cmd, stderr), stderr.String())
