@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testkit"
 )
 
 // TestEveryEngineHasALoginCheck: adding an engine is one type and one
@@ -70,44 +72,13 @@ func loginURL(t *testing.T, engine, addr string) string {
 // the password. No server is needed: the logins against real servers are
 // the integration and fault tests'.
 func TestLoginWhereNoServerIs(t *testing.T) {
-	refused := func(t *testing.T) string {
-		l, err := net.Listen("tcp4", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := l.Addr().String()
-		require.NoError(t, l.Close())
-		return addr
-	}
-	silent := func(t *testing.T) string {
-		l, err := net.Listen("tcp4", "127.0.0.1:0")
-		require.NoError(t, err)
-		done := make(chan struct{})
-		var conns []net.Conn
-		go func() {
-			defer close(done)
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				conns = append(conns, c) // read nothing, answer nothing
-			}
-		}()
-		t.Cleanup(func() {
-			l.Close()
-			<-done
-			for _, c := range conns {
-				c.Close()
-			}
-		})
-		return l.Addr().String()
-	}
 	servers := []struct {
 		name  string
 		addr  func(t *testing.T) string
 		limit time.Duration
 	}{
-		{"Refused", refused, 2 * time.Second},
-		{"NeverAnswers", silent, 3 * time.Second},
+		{"Refused", func(t *testing.T) string { return strings.TrimPrefix(testkit.RefusedTCP(t), "tcp://") }, 2 * time.Second},
+		{"NeverAnswers", func(t *testing.T) string { return strings.TrimPrefix(testkit.Hung(t, "tcp"), "tcp://") }, 3 * time.Second},
 	}
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
