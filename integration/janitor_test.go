@@ -88,7 +88,10 @@ func TestJanitorOrphanRemovedAfterGrace(t *testing.T) {
 		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		const grace = 2 * time.Second
+		// Long enough for the provision (a redis probe on a loaded 2-core
+		// host, under other packages' tests) to end inside it, so that the
+		// first sweep finds the sandbox in grace: 2 s was not (2.9 s seen).
+		const grace = 6 * time.Second
 		services := []string{"redis"}
 		sb, err := e.Provisioner(nil).Provision(ctx, "orphan", services)
 		require.NoError(t, err)
