@@ -4,6 +4,10 @@
 // removed, a slog handler that records what an adapter logged, host-port
 // helpers, and the check that every verb on an unreachable endpoint fails
 // fast with runtime.ErrUnavailable. It is imported only by _test files.
+//
+// Some of its names are one-line forwards to testkit, where the helper now
+// lives (Ctx, RandomSuffix, Busybox, the ports and the endpoints), so that
+// the adapters' tests keep compiling unchanged; new tests use testkit.
 package adaptertest
 
 import (

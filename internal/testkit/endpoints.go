@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,15 +14,29 @@ import (
 // Endpoints where no server (or not the right one) answers, for the tests
 // of what a client does then: each stands until the test ends.
 
+// HoldPort takes a 127.0.0.1 port until the test ends and returns it.
+func HoldPort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// FreePort returns a 127.0.0.1 port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 // RefusedTCP returns "tcp://" and a loopback port on which nothing
 // listens.
 func RefusedTCP(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return "tcp://" + addr
+	return "tcp://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 }
 
 // NotFound serves HTTP answering everything with 404, as a web server (or
