@@ -2,6 +2,7 @@ package sandboxtest_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -130,14 +131,17 @@ func TestOwnedByTheTestProcess(t *testing.T) {
 	// judged.
 	j := janitor.New(rt, janitor.Options{Prefix: opts.LabelPrefix, Grace: time.Nanosecond})
 	var rep janitor.Report
-	require.Eventually(t, func() bool {
+	testkit.Poll(t, 20*time.Second, 200*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var err error
 		rep, err = j.Sweep(ctx)
 		require.NoError(t, err)
-		return len(rep.Skipped) == 0
-	}, 20*time.Second, 200*time.Millisecond)
+		if len(rep.Skipped) > 0 {
+			return fmt.Errorf("skipped: %s", rep)
+		}
+		return nil
+	})
 	require.Len(t, rep.Kept, 1, "a sweep with no grace keeps what a live test process owns: %s", rep)
 	assert.Equal(t, sb.Containers[0].Name, rep.Kept[0].Name)
 	assert.Empty(t, rep.Removed)

@@ -402,11 +402,14 @@ func lastLine(s string) string {
 func (c *cli) sweepUntilJudged(args ...string) reportJSON {
 	c.t.Helper()
 	var rep reportJSON
-	require.Eventually(c.t, func() bool {
+	testkit.Poll(c.t, 30*time.Second, 250*time.Millisecond, func() error {
 		r := c.mustSbx(append([]string{"gc", "--grace", "0s", "-o", "json"}, args...)...)
 		require.NoError(c.t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
-		return len(rep.Skipped) == 0
-	}, 30*time.Second, 250*time.Millisecond)
+		if len(rep.Skipped) > 0 {
+			return fmt.Errorf("skipped: %v", sweptNames(rep.Skipped))
+		}
+		return nil
+	})
 	return rep
 }
 
