@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -98,6 +99,7 @@ var semantics = []semantic{
 // subtests TestConformance/<cfg.Runtime>/<Semantic>. Call it from a test
 // named TestConformance.
 func Run(t *testing.T, cfg Config) {
+	testkit.RequireRuntime(t)
 	t.Run(cfg.Runtime, func(t *testing.T) {
 		s := setUp(t, cfg)
 		for _, sem := range semantics {
@@ -131,47 +133,14 @@ func setUp(t *testing.T, cfg Config) *suite {
 	t.Logf("%s %s (API %s), cgroup v%s, rootless=%v", info.Runtime, info.Version, info.APIVersion, info.CgroupVersion, info.Rootless)
 
 	for _, ref := range []string{cfg.Fixtures.Busybox, cfg.Fixtures.BusyboxVolume} {
-		s.ensureImage(t, ctx, ref)
+		testkit.EnsureImage(t, rt, ref)
 	}
 
+	// A last resort: the subtests' own cleanups should have left nothing
+	// labelled with this run's id, which LeavesNothingBehind asserts.
 	// Registered after New, so it runs before the runtime is closed.
-	t.Cleanup(s.sweep(t))
+	testkit.CleanupLabelled(t, rt, map[string]string{runLabel: s.runID})
 	return s
-}
-
-// ensureImage pulls a fixture image when it is absent. An image that can be
-// neither found nor pulled makes the runtime unavailable for the suite.
-func (s *suite) ensureImage(t *testing.T, ctx context.Context, ref string) {
-	t.Helper()
-	ok, err := s.rt.ImageExists(ctx, ref)
-	require.NoError(t, err, "image exists %s", ref)
-	if ok {
-		return
-	}
-	if err := s.rt.PullImage(ctx, ref, nil); err != nil {
-		testenv.Unavailable(t, s.cfg.Runtime, "fixture image %s is absent and cannot be pulled: %v", ref, err)
-	}
-}
-
-// sweep removes whatever is still labelled with this run's id, as a last
-// resort: the subtests' own cleanups should have left nothing, which
-// LeavesNothingBehind asserts.
-func (s *suite) sweep(t *testing.T) func() {
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		defer cancel()
-		left, err := s.rt.List(ctx, map[string]string{runLabel: s.runID})
-		if err != nil {
-			t.Errorf("final sweep: list: %v", err)
-			return
-		}
-		for _, c := range left {
-			t.Logf("final sweep: removing leftover %s", c.Name)
-			if err := s.rt.Remove(ctx, c.Name); err != nil {
-				t.Errorf("final sweep: remove %s: %v", c.Name, err)
-			}
-		}
-	}
 }
 
 // testLeavesNothingBehind: once every semantic has run and cleaned up, no

@@ -2,8 +2,6 @@ package conformance
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -42,25 +41,18 @@ type suite struct {
 	runID string
 }
 
-// randomHex returns n random bytes, hex-encoded.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("crypto/rand: %v", err))
-	}
-	return hex.EncodeToString(b)
-}
+// randomHex is testkit.RandomHex: n random bytes, hex-encoded.
+func randomHex(n int) string { return testkit.RandomHex(n) }
 
 // newName returns a container or network name that nothing else uses.
 func (s *suite) newName() string {
 	return namePrefix + s.runID + "-" + randomHex(4)
 }
 
-// testContext is a subtest's context: cancelled when the subtest ends.
+// testContext is a subtest's context: bounded by subtestTimeout and
+// cancelled when the subtest ends (testkit.Context).
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), subtestTimeout)
-	t.Cleanup(cancel)
-	return ctx
+	return testkit.Context(t, subtestTimeout)
 }
 
 // labels returns the suite's labels plus extra.
@@ -191,23 +183,12 @@ func (s *suite) waitState(t testing.TB, ctx context.Context, name string, want r
 	return c
 }
 
-// poll calls cond until it returns nil, failing the test with cond's last
-// error when timeout passes first. It is the suite's only way to wait.
+// poll calls cond every pollInterval until it returns nil, failing the
+// test with what and cond's last error when timeout passes first
+// (testkit.Poll). It is the suite's only way to wait.
 func poll(t testing.TB, what string, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not the case after %s: %v", what, timeout, err)
-		}
-		<-tick.C
-	}
+	testkit.Poll(t, timeout, pollInterval, cond, what)
 }
 
 // assertErrorNames asserts that err is a *runtime.Error whose message names
@@ -241,15 +222,8 @@ func assertLabels(t testing.TB, want, got map[string]string, what string) {
 	}
 }
 
-// containerNames returns the sorted names of cs.
-func containerNames(cs []runtime.Container) []string {
-	names := make([]string, 0, len(cs))
-	for _, c := range cs {
-		names = append(names, c.Name)
-	}
-	slices.Sort(names)
-	return names
-}
+// containerNames returns the sorted names of cs (testkit.Names).
+func containerNames(cs []runtime.Container) []string { return testkit.Names(cs) }
 
 // clip shortens output for failure messages.
 func clip(b []byte) string {

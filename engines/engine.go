@@ -4,10 +4,12 @@
 // janitor and input validation all iterate a Registry; nothing else spells
 // out an engine's name.
 //
-// An engine is pure description: the image, port and tmpfs paths it needs,
+// An engine is a description: the image, port and tmpfs paths it needs,
 // the container env and command for a credential set, the readiness probe
 // (argv run inside the sandbox through the runtime port's exec) and the env
-// it hands to consumers. It never talks to a runtime itself.
+// it hands to consumers. It never talks to a runtime itself. Besides, it
+// owns the one way to log in to its server with the real Go client a
+// consumer would use (WireChecker), over the wire, at the URL it emits.
 package engines
 
 import (

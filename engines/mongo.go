@@ -1,9 +1,14 @@
 package engines
 
 import (
+	"context"
 	"net/url"
 	"strconv"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // Mongo is MongoDB on the official image's contract
@@ -77,4 +82,32 @@ func (Mongo) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
 		{Name: p + "AUTH_DB", Value: "admin"},
 		{Name: p + "URL", Value: u.String(), Secret: true},
 	}
+}
+
+// Login connects with mongo-driver, authenticating against the URL's
+// auth database, pings admin and asks buildInfo for the server's version.
+// One server check (see mongoSelection), no retried reads.
+func (Mongo) Login(ctx context.Context, rawURL string) (Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+	defer cancel()
+	s := Session{Client: "mongo-driver"}
+	c, err := mongo.Connect(options.Client().ApplyURI(rawURL).
+		SetServerSelectionTimeout(mongoSelection).SetConnectTimeout(AttemptTimeout).
+		SetRetryReads(false).SetRetryWrites(false))
+	if err != nil {
+		return s, loginError("mongo", rawURL, err)
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	admin := c.Database("admin")
+	if err := admin.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err(); err != nil {
+		return s, loginError("mongo", rawURL, err)
+	}
+	var build struct {
+		Version string `bson:"version"`
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&build); err != nil {
+		return s, loginError("mongo", rawURL, err)
+	}
+	s.Server = build.Version
+	return s, nil
 }

@@ -1,9 +1,12 @@
 package engines
 
 import (
+	"context"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Postgres is PostgreSQL, on the official image's contract
@@ -78,4 +81,21 @@ func (Postgres) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
 		{Name: p + "ADMIN_DB", Value: "postgres"},
 		{Name: p + "URL", Value: u.String(), Secret: true},
 	}
+}
+
+// Login connects with pgx and asks the server's version: a query, so the
+// session is proven past authentication.
+func (Postgres) Login(ctx context.Context, rawURL string) (Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+	defer cancel()
+	s := Session{Client: "pgx"}
+	conn, err := pgx.Connect(ctx, rawURL)
+	if err != nil {
+		return s, loginError("postgres", rawURL, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := conn.QueryRow(ctx, "select current_setting('server_version')").Scan(&s.Server); err != nil {
+		return s, loginError("postgres", rawURL, err)
+	}
+	return s, nil
 }

@@ -1,9 +1,13 @@
 package engines
 
 import (
+	"context"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Redis is Redis with a password and persistence off.
@@ -57,4 +61,38 @@ func (Redis) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
 		{Name: p + "PASSWORD", Value: cred.Password, Secret: true},
 		{Name: p + "URL", Value: u.String(), Secret: true},
 	}
+}
+
+// Login connects with go-redis (AUTH with the URL's password), pings, and
+// reads the server's version from INFO server. Retries are off, the
+// dial's included (go-redis dials up to five times by default).
+func (Redis) Login(ctx context.Context, rawURL string) (Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+	defer cancel()
+	s := Session{Client: "go-redis"}
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return s, loginError("redis", rawURL, err)
+	}
+	opts.MaxRetries = -1
+	opts.DialerRetries = 1
+	opts.DialTimeout = AttemptTimeout
+	opts.ReadTimeout = AttemptTimeout
+	opts.WriteTimeout = AttemptTimeout
+	opts.ContextTimeoutEnabled = true // ctx's deadline bounds reads and writes
+	c := redis.NewClient(opts)
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		return s, loginError("redis", rawURL, err)
+	}
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return s, loginError("redis", rawURL, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			s.Server = v
+		}
+	}
+	return s, nil
 }

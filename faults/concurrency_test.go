@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/roboco/sandboxer/bench"
+	"github.com/roboco/sandboxer/internal/poll"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -39,24 +40,14 @@ func startTogether(n int, fn func(i int)) {
 	done.Wait()
 }
 
-// loginAll logs in once, with no retry, to every sandbox of sb with a real
-// client and the URL it emitted: the env and the containers belong
-// together.
+// loginAll logs in once, with no retry, to every sandbox of sb with its
+// engine's real client and the URL sb emitted for it: the env and the
+// containers belong together.
 func loginAll(ctx context.Context, sb provision.Sandbox) error {
 	var errs []error
 	for _, c := range sb.Containers {
-		var url string
-		for _, v := range sb.Env {
-			if v.Secret && v.Name == envURLName(c.Engine) {
-				url = v.Value
-			}
-		}
-		if url == "" {
-			errs = append(errs, fmt.Errorf("%s: no URL emitted", c.Name))
-			continue
-		}
-		if err := bench.Logins[c.Engine](ctx, url); err != nil {
-			errs = append(errs, fmt.Errorf("%s at %s:%d: first login: %w (%s)", c.Name, c.Endpoint.Host, c.Endpoint.Port, err, diagnose(ctx, c, url)))
+		if _, err := testruntimes.Login(ctx, sb, c); err != nil {
+			errs = append(errs, fmt.Errorf("%s at %s:%d: first login: %w (%s)", c.Name, c.Endpoint.Host, c.Endpoint.Port, err, diagnose(ctx, sb, c)))
 		}
 	}
 	return errors.Join(errs...)
@@ -66,7 +57,7 @@ func loginAll(ctx context.Context, sb provision.Sandbox) error {
 // accepts connections at all and whether a login succeeds a little later:
 // the difference between readiness reported early and a port that leads
 // elsewhere.
-func diagnose(ctx context.Context, c provision.Container, url string) string {
+func diagnose(ctx context.Context, sb provision.Sandbox, c provision.Container) string {
 	addr := net.JoinHostPort(c.Endpoint.Host, strconv.Itoa(c.Endpoint.Port))
 	dial := "accepts TCP"
 	if conn, err := net.DialTimeout("tcp", addr, 2*time.Second); err != nil {
@@ -74,29 +65,15 @@ func diagnose(ctx context.Context, c provision.Container, url string) string {
 	} else {
 		conn.Close()
 	}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
 	start := time.Now()
-	for {
-		later := bench.Logins[c.Engine](ctx, url)
-		if later == nil {
-			return fmt.Sprintf("%s; a login %s later succeeds", dial, time.Since(start).Round(time.Millisecond))
-		}
-		if time.Since(start) > 10*time.Second {
-			return fmt.Sprintf("%s; logins for 10 s after fail too: %v", dial, later)
-		}
-		<-tick.C
+	err := poll.Until(ctx, 10*time.Second, 500*time.Millisecond, func() error {
+		_, err := testruntimes.Login(ctx, sb, c)
+		return err
+	})
+	if err != nil {
+		return fmt.Sprintf("%s; logins for 10 s after fail too: %v", dial, err)
 	}
-}
-
-// envURLName is the name of an engine's emitted URL with the default env
-// prefix.
-func envURLName(engine string) string {
-	return map[string]string{
-		"postgres": provision.DefaultEnvPrefix + "_DB_URL",
-		"redis":    provision.DefaultEnvPrefix + "_REDIS_URL",
-		"mongo":    provision.DefaultEnvPrefix + "_MONGO_URL",
-	}[engine]
+	return fmt.Sprintf("%s; a login %s later succeeds", dial, time.Since(start).Round(time.Millisecond))
 }
 
 // TestConcurrentDistinctOwners: 20 owners provision and tear down at the
@@ -106,10 +83,10 @@ func envURLName(engine string) string {
 func TestConcurrentDistinctOwners(t *testing.T) {
 	const owners = 20
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newFenv(t, b)
-		ctx := testCtx(t, 5*time.Minute)
-		e.warm()
-		p := e.provisioner(nil)
+		e := testruntimes.NewWorld(t, b)
+		ctx := testkit.Context(t, 5*time.Minute)
+		e.Warm()
+		p := e.Provisioner(nil)
 		services := []string{"redis"}
 
 		errs := make([]error, owners)
@@ -152,7 +129,7 @@ func TestConcurrentDistinctOwners(t *testing.T) {
 		for i, err := range errs {
 			assert.NoError(t, err, "owner %d", i)
 		}
-		assert.Empty(t, names(e.sandboxes(ctx)), "zero leaks")
+		assert.Empty(t, e.SandboxNames(ctx), "zero leaks")
 	})
 }
 
@@ -176,10 +153,10 @@ func TestConcurrentSameOwner(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		for _, tt := range cases {
 			t.Run(tt.name, func(t *testing.T) {
-				e := newFenv(t, b)
-				ctx := testCtx(t, 5*time.Minute)
-				e.warm()
-				p := e.provisioner(nil)
+				e := testruntimes.NewWorld(t, b)
+				ctx := testkit.Context(t, 5*time.Minute)
+				e.Warm()
+				p := e.Provisioner(nil)
 				const id = "same"
 
 				sbs := make([]provision.Sandbox, calls)
@@ -211,10 +188,10 @@ func TestConcurrentSameOwner(t *testing.T) {
 				require.NoError(t, err)
 				if len(winners) == 0 {
 					t.Logf("no call won: every one hit a conflict")
-					assert.Empty(t, names(owned), "no winner: the owner has nothing")
+					assert.Empty(t, testkit.Names(owned), "no winner: the owner has nothing")
 				} else {
 					sb := sbs[winners[0]]
-					t.Logf("call %d won: %v", winners[0], names(owned))
+					t.Logf("call %d won: %v", winners[0], testkit.Names(owned))
 					want := map[string]bool{}
 					for _, c := range sb.Containers {
 						want[c.ID] = true
@@ -233,7 +210,7 @@ func TestConcurrentSameOwner(t *testing.T) {
 
 				_, err = p.Teardown(ctx, id)
 				require.NoError(t, err)
-				assert.Empty(t, names(e.sandboxes(ctx)), "zero leaks")
+				assert.Empty(t, e.SandboxNames(ctx), "zero leaks")
 			})
 		}
 	})

@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/testenv"
-	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/docker"
 )
@@ -83,7 +83,7 @@ func startPrivateDockerd(t *testing.T) *privateDockerd {
 	// The default network's bridge: dockerd only uses a bridge of another
 	// name than docker0 if it exists.
 	subnet := freeSubnet(t)
-	d.bridge = "sbxd" + randHex(4)
+	d.bridge = "sbxd" + testkit.RandomHex(4)
 	gw := subnet.IP.To4()
 	gw = net.IPv4(gw[0], gw[1], gw[2], 1)
 	ones, _ := subnet.Mask.Size()
@@ -112,7 +112,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 `, filepath.Join(dir, "containerd-root"), filepath.Join(dir, "containerd-state"), ctrdSock, ctrdSock+".ttrpc")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "containerd.toml"), []byte(cfg), 0o600))
 	d.ctrd, d.ctrdEnd = d.spawn("containerd.log", "containerd", "--config", filepath.Join(dir, "containerd.toml"), "--log-level", "warn")
-	testruntimes.Poll(t, func() bool {
+	testkit.Poll(t, 30*time.Second, 50*time.Millisecond, func() error {
 		select {
 		case <-d.ctrdEnd:
 			require.Fail(t, "containerd exited", "log:\n%s", d.logTail("containerd.log"))
@@ -120,11 +120,10 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 		}
 		c, err := net.Dial("unix", ctrdSock)
 		if err != nil {
-			return false
+			return err
 		}
-		c.Close()
-		return true
-	}, 30*time.Second, 50*time.Millisecond, "private containerd did not come up")
+		return c.Close()
+	}, "private containerd did not come up")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "daemon.json"), []byte("{}\n"), 0o600))
 	d.args = []string{
@@ -170,7 +169,7 @@ func (d *privateDockerd) spawn(logName, name string, args ...string) (*exec.Cmd,
 func (d *privateDockerd) start() {
 	d.t.Helper()
 	d.dockerd, d.exited = d.spawn("dockerd.log", "dockerd", d.args...)
-	testruntimes.Poll(d.t, func() bool {
+	testkit.Poll(d.t, time.Minute, 100*time.Millisecond, func() error {
 		select {
 		case <-d.exited:
 			require.Fail(d.t, "private dockerd exited", "log:\n%s", d.logTail("dockerd.log"))
@@ -178,14 +177,14 @@ func (d *privateDockerd) start() {
 		}
 		rt, err := docker.New(docker.WithHost(d.host))
 		if err != nil {
-			return false
+			return err
 		}
 		defer rt.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_, err = rt.Version(ctx)
-		return err == nil
-	}, time.Minute, 100*time.Millisecond, "private dockerd did not answer")
+		return err
+	}, "private dockerd did not answer")
 	d.checkDocker0()
 }
 

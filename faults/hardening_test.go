@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"net"
 	"slices"
 	"strconv"
@@ -8,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -24,19 +27,55 @@ var runtimeSockets = []string{
 	"/run/containerd/containerd.sock", "/var/run/containerd/containerd.sock",
 }
 
+// hardening is what a container was granted, as the runtime's own API
+// reports it (what the port does not report about its isolation).
+type hardening struct {
+	Privileged  bool
+	Binds       []string
+	CapAdd      []string
+	Devices     int
+	NetworkMode string
+	PidMode     string
+	IpcMode     string
+	SecurityOpt []string
+	// MaskedPaths are the /proc paths hidden from the container (empty
+	// when it runs privileged or unconfined).
+	MaskedPaths []string
+}
+
+// dockerHardening reads what Docker granted container id.
+func dockerHardening(ctx context.Context, cli *client.Client, id string) (hardening, error) {
+	c, err := cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return hardening{}, err
+	}
+	hc := c.HostConfig
+	return hardening{
+		Privileged:  hc.Privileged,
+		Binds:       hc.Binds,
+		CapAdd:      hc.CapAdd,
+		Devices:     len(hc.Devices),
+		NetworkMode: string(hc.NetworkMode),
+		PidMode:     string(hc.PidMode),
+		IpcMode:     string(hc.IpcMode),
+		SecurityOpt: hc.SecurityOpt,
+		MaskedPaths: hc.MaskedPaths,
+	}, nil
+}
+
 // TestSandboxesAreConfined inspects the sandboxes Provision makes: every
 // published port is bound to 127.0.0.1 (and refused on the host's other
 // addresses), and no sandbox has a runtime socket, a host-path mount,
 // privileges, extra capabilities or devices, or the host's namespaces.
 func TestSandboxesAreConfined(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newFenv(t, b)
-		ctx := testCtx(t, 5*time.Minute)
-		e.warm()
+		e := testruntimes.NewWorld(t, b)
+		ctx := testkit.Context(t, 5*time.Minute)
+		e.Warm()
 
 		t.Run("HostMode", func(t *testing.T) {
-			p := e.provisioner(nil)
-			sb, err := p.Provision(ctx, "confined", trio)
+			p := e.Provisioner(nil)
+			sb, err := p.Provision(ctx, "confined", allEngines)
 			require.NoError(t, err)
 			others := otherHostAddresses(t)
 			for _, c := range sb.Containers {
@@ -107,8 +146,8 @@ func TestSandboxesAreConfined(t *testing.T) {
 		})
 
 		t.Run("SiblingModePublishesNothing", func(t *testing.T) {
-			network := e.network(ctx)
-			p := e.provisioner(func(o *provision.Options) { o.Network = network })
+			network := e.Network(ctx)
+			p := e.Provisioner(func(o *provision.Options) { o.Network = network })
 			sb, err := p.Provision(ctx, "sibling", []string{"redis"})
 			require.NoError(t, err)
 			for _, c := range sb.Containers {

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"fmt"
 	"sync"
 	"syscall"
 	"testing"
@@ -10,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/testenv"
-	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
@@ -26,6 +27,7 @@ import (
 // service, which container, not ready or runtime unavailable), and a
 // janitor sweep after the grace window leaves no sandbox container.
 func TestDaemonRestartDuringProvision(t *testing.T) {
+	testkit.RequireRuntime(t)
 	testenv.Load()
 	images := map[string]string{}
 	for _, s := range []string{"postgres", "redis"} {
@@ -35,7 +37,7 @@ func TestDaemonRestartDuringProvision(t *testing.T) {
 	rt, err := docker.New(docker.WithHost(d.host))
 	require.NoError(t, err)
 	t.Cleanup(func() { rt.Close() })
-	ctx := testCtx(t, 5*time.Minute)
+	ctx := testkit.Context(t, 5*time.Minute)
 	d.pull(ctx, rt, images["postgres"], images["redis"])
 
 	cases := []struct {
@@ -47,8 +49,8 @@ func TestDaemonRestartDuringProvision(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			prefix := "sbxrestart" + randHex(3)
-			t.Cleanup(func() { removeLabelled(t, rt, prefix) })
+			prefix := "sbxrestart" + testkit.RandomHex(3)
+			testkit.CleanupLabelled(t, rt, labels.For(prefix).Sandboxes())
 
 			started := make(chan struct{})
 			var once sync.Once
@@ -111,7 +113,7 @@ func TestDaemonRestartDuringProvision(t *testing.T) {
 			const grace = time.Second
 			j := janitor.New(rt, janitor.Options{Prefix: prefix, Grace: grace})
 			var swept []string
-			testruntimes.Poll(t, func() bool {
+			testkit.Poll(t, grace+time.Minute, 200*time.Millisecond, func() error {
 				rep, err := j.Sweep(ctx)
 				require.NoError(t, err)
 				require.Empty(t, rep.Kept, "nobody owns these sandboxes")
@@ -120,12 +122,15 @@ func TestDaemonRestartDuringProvision(t *testing.T) {
 				}
 				cs, err := rt.List(ctx, labels.For(prefix).Sandboxes())
 				require.NoError(t, err)
-				return len(cs) == 0
-			}, grace+time.Minute, 200*time.Millisecond, "sandbox containers left after sweeps")
+				if len(cs) > 0 {
+					return fmt.Errorf("left: %v", testkit.Names(cs))
+				}
+				return nil
+			}, "sandbox containers left after sweeps")
 			t.Logf("the sweeps removed %v", swept)
 			all, err := rt.List(ctx, nil)
 			require.NoError(t, err)
-			assert.Empty(t, names(all), "no container at all is left on the private daemon")
+			assert.Empty(t, testkit.Names(all), "no container at all is left on the private daemon")
 		})
 	}
 }

@@ -1,10 +1,8 @@
 package faults
 
 import (
-	"context"
 	"fmt"
-	"strings"
-	"sync"
+	"maps"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -32,29 +31,31 @@ func TestImageMissingForOneOfThree(t *testing.T) {
 	}{
 		{"AbsentFromTheRegistry", "redis", func() string {
 			if registry == "" {
-				return "127.0.0.1:1/sandboxer/does-not-exist:" + randHex(4)
+				return "127.0.0.1:1/sandboxer/does-not-exist:" + testkit.RandomHex(4)
 			}
-			return registry + "/sandboxer/does-not-exist:" + randHex(4)
+			return registry + "/sandboxer/does-not-exist:" + testkit.RandomHex(4)
 		}},
-		{"RegistryUnreachable", "postgres", func() string { return "127.0.0.1:1/sandboxer/postgres:" + randHex(4) }},
+		{"RegistryUnreachable", "postgres", func() string { return "127.0.0.1:1/sandboxer/postgres:" + testkit.RandomHex(4) }},
 	}
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		for _, tt := range missing {
 			t.Run(tt.name, func(t *testing.T) {
-				e := newFenv(t, b)
-				ctx := testCtx(t, 3*time.Minute)
-				e.warm()
+				e := testruntimes.NewWorld(t, b)
+				ctx := testkit.Context(t, 3*time.Minute)
+				e.Warm()
 				ref := tt.ref()
-				rec := &recorder{ContainerRuntime: b.RT}
+				images := maps.Clone(e.Images)
+				images[tt.service] = ref
+				rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 				p, err := provision.New(rec, provision.Options{
-					LabelPrefix: e.prefix,
-					Images:      merge(e.images, map[string]string{tt.service: ref}),
+					LabelPrefix: e.Prefix,
+					Images:      images,
 					Getenv:      func(string) string { return "" },
 				})
 				require.NoError(t, err)
 
 				start := time.Now()
-				_, err = p.Provision(ctx, "noimg", trio)
+				_, err = p.Provision(ctx, "noimg", allEngines)
 				elapsed := time.Since(start)
 				require.Error(t, err)
 				t.Logf("failed after %s: %v", elapsed.Round(time.Millisecond), err)
@@ -66,8 +67,8 @@ func TestImageMissingForOneOfThree(t *testing.T) {
 				assert.ErrorIs(t, err, runtime.ErrImageNotFound)
 				assert.Contains(t, err.Error(), ref, "the message names the image")
 				assert.NoError(t, pe.Rollback, "a clean rollback")
-				assert.Empty(t, names(e.sandboxes(ctx)), "zero containers left, checked as soon as Provision returns")
-				t.Logf("the other services ran %d container(s) before the rollback", len(rec.ran()))
+				assert.Empty(t, e.SandboxNames(ctx), "zero containers left, checked as soon as Provision returns")
+				t.Logf("the other services ran %d container(s) before the rollback", len(rec.Ran()))
 			})
 		}
 	})
@@ -101,18 +102,18 @@ func (stuckRedis) Probe(ep engines.Endpoint, cred engines.Credentials) []engines
 // sandbox of the call is gone when it returns.
 func TestProbeNeverReady(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newFenv(t, b)
-		ctx := testCtx(t, 3*time.Minute)
-		e.warm()
+		e := testruntimes.NewWorld(t, b)
+		ctx := testkit.Context(t, 3*time.Minute)
+		e.Warm()
 		reg := engines.MustRegistry(engines.Postgres{}, stuckRedis{}, engines.Mongo{})
-		rec := &recorder{ContainerRuntime: b.RT}
+		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		p, err := provision.New(rec, provision.Options{
-			Registry: reg, LabelPrefix: e.prefix, Images: e.images, Getenv: func(string) string { return "" },
+			Registry: reg, LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" },
 		})
 		require.NoError(t, err)
 
 		start := time.Now()
-		_, err = p.Provision(ctx, "stuck", trio)
+		_, err = p.Provision(ctx, "stuck", allEngines)
 		elapsed := time.Since(start)
 		require.Error(t, err)
 		t.Logf("failed after %s: %v", elapsed.Round(time.Millisecond), err)
@@ -124,108 +125,16 @@ func TestProbeNeverReady(t *testing.T) {
 		assert.GreaterOrEqual(t, elapsed, stuckDeadline, "the probe had its whole deadline")
 		assert.Less(t, elapsed, stuckDeadline+30*time.Second, "the failure does not wait for the siblings' deadlines")
 
-		attempts := rec.execs(pe.Container)
+		attempts := rec.Execs(pe.Container)
 		require.Positive(t, attempts, "the probe ran")
 		last := fmt.Sprintf("not ready yet: attempt %d", attempts)
 		assert.Equal(t, "warming up\n"+last, pe.ProbeOutput, "the last attempt's output, stdout then stderr")
 		assert.Contains(t, err.Error(), "last probe output: warming up | "+last)
 		assert.NotContains(t, err.Error(), "\n", "one line")
 		assert.NoError(t, pe.Rollback, "a clean rollback")
-		assert.Empty(t, names(e.sandboxes(ctx)), "zero containers left, checked as soon as Provision returns")
-		for _, pw := range rec.passwords() {
+		assert.Empty(t, e.SandboxNames(ctx), "zero containers left, checked as soon as Provision returns")
+		for _, pw := range rec.Passwords() {
 			assert.NotContains(t, err.Error(), pw)
 		}
 	})
-}
-
-// recorder wraps a runtime to count probe execs per container and to
-// remember the passwords of what it runs.
-type recorder struct {
-	runtime.ContainerRuntime
-	mu     sync.Mutex
-	runs   []string
-	pws    []string
-	names  map[string]string // container ID -> name
-	nexecs map[string]int    // by container name
-}
-
-func (r *recorder) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	r.mu.Lock()
-	r.runs = append(r.runs, spec.Name)
-	r.pws = append(r.pws, secretsOf(spec)...)
-	r.mu.Unlock()
-	c, err := r.ContainerRuntime.Run(ctx, spec)
-	if err == nil {
-		r.mu.Lock()
-		if r.names == nil {
-			r.names = map[string]string{}
-		}
-		r.names[c.ID] = spec.Name
-		r.mu.Unlock()
-	}
-	return c, err
-}
-
-// Exec counts the execs that completed (whatever their exit code).
-func (r *recorder) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (runtime.ExecResult, error) {
-	res, err := r.ContainerRuntime.Exec(ctx, ref, spec)
-	if err == nil {
-		r.mu.Lock()
-		if r.nexecs == nil {
-			r.nexecs = map[string]int{}
-		}
-		name := ref
-		if n, ok := r.names[ref]; ok {
-			name = n
-		}
-		r.nexecs[name]++
-		r.mu.Unlock()
-	}
-	return res, err
-}
-
-// execs is the number of completed execs in the container named name.
-func (r *recorder) execs(name string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.nexecs[name]
-}
-
-func (r *recorder) ran() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.runs...)
-}
-
-func (r *recorder) passwords() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.pws...)
-}
-
-// secretsOf returns the generated passwords (32 hex characters) in a run
-// spec's env and command.
-func secretsOf(spec runtime.RunSpec) []string {
-	var out []string
-	vals := append([]string(nil), spec.Command...)
-	for _, v := range spec.Env {
-		vals = append(vals, v)
-	}
-	for _, v := range vals {
-		if len(v) == 2*engines.PasswordBytes && strings.Trim(v, "0123456789abcdef") == "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func merge(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }

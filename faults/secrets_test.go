@@ -2,14 +2,12 @@ package faults
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 )
@@ -36,24 +35,6 @@ func assertNoSecret(t *testing.T, what, text string, pws []string) {
 	if m := secretLike.FindStringSubmatch(text); m != nil {
 		assert.Failf(t, "password-shaped token", "%s holds %q:\n%s", what, m[2], text)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // leakyRedis is redis whose probe prints the password it was handed and
@@ -80,17 +61,17 @@ func (leakyRedis) Probe(ep engines.Endpoint, cred engines.Credentials) []engines
 // a provision, a teardown and a failing provision whose probe prints the
 // password: no password reaches any of them, nor the error.
 func TestNoPasswordInDebugLogs(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newFenv(t, b)
-		ctx := testCtx(t, 5*time.Minute)
-		e.warm()
-		events := &syncBuffer{}
+		e := testruntimes.NewWorld(t, b)
+		ctx := testkit.Context(t, 5*time.Minute)
+		e.Warm()
+		events := &testkit.SyncBuffer{}
 		onEvent := func(ev provision.Event) { fmt.Fprintf(events, "%+v\n", ev) }
 
-		p := e.provisioner(func(o *provision.Options) { o.Logger, o.OnEvent = logger, onEvent })
-		sb, err := p.Provision(ctx, "debug", trio)
+		p := e.Provisioner(func(o *provision.Options) { o.Logger, o.OnEvent = logger, onEvent })
+		sb, err := p.Provision(ctx, "debug", allEngines)
 		require.NoError(t, err)
 		var pws []string
 		for _, v := range sb.Env {
@@ -98,27 +79,27 @@ func TestNoPasswordInDebugLogs(t *testing.T) {
 				pws = append(pws, v.Value)
 			}
 		}
-		require.Len(t, pws, len(trio), "one password per service")
+		require.Len(t, pws, len(allEngines), "one password per service")
 		assertNoSecret(t, "String() of the sandbox", sb.String(), pws)
 		assertNoSecret(t, "%v of the sandbox", fmt.Sprintf("%v %+v", sb, sb), pws)
 		_, err = p.Teardown(ctx, "debug")
 		require.NoError(t, err)
 
-		rec := &recorder{ContainerRuntime: b.RT}
+		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		leaky, err := provision.New(rec, provision.Options{
 			Registry:    engines.MustRegistry(engines.Postgres{}, leakyRedis{}, engines.Mongo{}),
-			LabelPrefix: e.prefix, Images: e.images, Getenv: func(string) string { return "" },
+			LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" },
 			Logger: logger, OnEvent: onEvent,
 		})
 		require.NoError(t, err)
-		_, err = leaky.Provision(ctx, "leaky", trio)
+		_, err = leaky.Provision(ctx, "leaky", allEngines)
 		require.Error(t, err)
 		var pe *provision.Error
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "redis", pe.Service)
 		assert.Contains(t, pe.ProbeOutput, "auth is [REDACTED]", "the probe's output held the password, redacted")
-		failed := rec.passwords()
-		require.Len(t, failed, len(trio))
+		failed := rec.Passwords()
+		require.Len(t, failed, len(allEngines))
 		pws = append(pws, failed...)
 
 		assertNoSecret(t, "the error", err.Error(), pws)
@@ -136,16 +117,16 @@ func TestNoPasswordInDebugLogs(t *testing.T) {
 // *_PASSWORD and *_URL lines, and nowhere else.
 func TestCLINoPasswordAtDebugLevel(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newFenv(t, b)
-		ctx := testCtx(t, 5*time.Minute)
-		e.warm()
+		e := testruntimes.NewWorld(t, b)
+		ctx := testkit.Context(t, 5*time.Minute)
+		e.Warm()
 		bin := cli(t)
 		require.NotEmpty(t, bin)
 		var env []string
-		for name, ref := range e.images {
+		for name, ref := range e.Images {
 			env = append(env, provision.ImageEnvName(name)+"="+ref)
 		}
-		global := []string{"--runtime", b.Name, "--label-prefix", e.prefix, "-v"}
+		global := []string{"--runtime", b.Name, "--label-prefix", e.Prefix, "-v"}
 		run := func(args ...string) cliResult {
 			t.Helper()
 			res := runCLI(ctx, t, env, append(append([]string{}, global...), args...)...)
@@ -154,7 +135,7 @@ func TestCLINoPasswordAtDebugLevel(t *testing.T) {
 		}
 		dir := t.TempDir()
 
-		up := run("up", "--owner", "cli1", "--services", strings.Join(trio, ","))
+		up := run("up", "--owner", "cli1", "--services", strings.Join(allEngines, ","))
 		require.Equal(t, 0, up.code, "stderr: %s", up.stderr)
 		require.Contains(t, up.stderr, "level=DEBUG", "debug logs are on")
 		var pws []string
@@ -167,7 +148,7 @@ func TestCLINoPasswordAtDebugLevel(t *testing.T) {
 			}
 			envLines = append(envLines, sc.Text())
 		}
-		require.Len(t, pws, len(trio), "the dotenv output has one password per service:\n%s", up.stdout)
+		require.Len(t, pws, len(allEngines), "the dotenv output has one password per service:\n%s", up.stdout)
 		for _, l := range envLines {
 			k, _, _ := strings.Cut(l, "=")
 			if !strings.HasSuffix(k, "_PASSWORD") && !strings.HasSuffix(k, "_URL") {
@@ -186,7 +167,7 @@ func TestCLINoPasswordAtDebugLevel(t *testing.T) {
 				pws = append(pws, v)
 			}
 		}
-		require.Len(t, pws, len(trio)+1, "the env file holds redis's password")
+		require.Len(t, pws, len(allEngines)+1, "the env file holds redis's password")
 		assertNoSecret(t, "up --env-file's stdout", up2.stdout, pws)
 		assertNoSecret(t, "up --env-file's stderr", up2.stderr, pws)
 
@@ -218,6 +199,6 @@ func TestCLINoPasswordAtDebugLevel(t *testing.T) {
 			assertNoSecret(t, fmt.Sprintf("%v's stdout", args), res.stdout, pws)
 			assertNoSecret(t, fmt.Sprintf("%v's stderr", args), res.stderr, pws)
 		}
-		assert.Empty(t, names(e.sandboxes(ctx)), "down removed every sandbox")
+		assert.Empty(t, e.SandboxNames(ctx), "down removed every sandbox")
 	})
 }

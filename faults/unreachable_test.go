@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -116,7 +117,7 @@ func TestRuntimeUnreachable(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = p.Provision(ctx, "unreachable", trio)
+			_, err = p.Provision(ctx, "unreachable", allEngines)
 			return err
 		}},
 		{"Teardown", func(ctx context.Context, rt runtime.ContainerRuntime) error {
@@ -144,7 +145,7 @@ func TestRuntimeUnreachable(t *testing.T) {
 							rt, err := a.new(endpoint)
 							require.NoError(t, err, "New must not contact the runtime")
 							t.Cleanup(func() { _ = rt.Close() })
-							ctx := testCtx(t, time.Minute)
+							ctx := testkit.Context(t, time.Minute)
 							start := time.Now()
 							err = op.call(ctx, rt)
 							elapsed := time.Since(start)
@@ -156,7 +157,10 @@ func TestRuntimeUnreachable(t *testing.T) {
 						})
 					}
 					t.Run("CLIUp", func(t *testing.T) {
-						ctx := testCtx(t, time.Minute)
+						if testing.Short() {
+							t.Skip("builds and runs the CLI binary (-short runs the in-process tests only)")
+						}
+						ctx := testkit.Context(t, time.Minute)
 						bin := cli(t) // built before the clock starts
 						require.NotEmpty(t, bin)
 						res := runCLI(ctx, t, nil, "--runtime", a.name, a.cliFlag, a.cliValue(endpoint),

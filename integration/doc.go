@@ -5,5 +5,8 @@
 // internal/testruntimes).
 //
 // Run them with `SANDBOXER_REQUIRE=docker go test -v ./integration/`; under
-// SANDBOXER_REQUIRE a missing runtime or image fails instead of skipping.
+// SANDBOXER_REQUIRE a missing runtime or image fails instead of skipping,
+// and under -short (unit tests only) every test skips at once. The faults
+// package shares every helper (see its documentation for why the two stay
+// apart).
 package integration

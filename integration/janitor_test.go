@@ -3,8 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
@@ -26,75 +26,6 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/docker"
 )
-
-// janEnv is one janitor test's world on one runtime: a label prefix of
-// its own (so that its sweeps never see another test's containers,
-// concurrent packages included), and a cleanup that removes everything
-// carrying it.
-type janEnv struct {
-	t      *testing.T
-	name   string // the runtime's name, for testenv
-	rt     runtime.ContainerRuntime
-	prefix string
-}
-
-// testLabel marks the non-sandbox containers a test makes (its agents), as
-// "<prefix>.test=1".
-func (e *janEnv) testLabel() string { return e.prefix + ".test" }
-
-func newJanEnv(t *testing.T, b testruntimes.Runtime) *janEnv {
-	t.Helper()
-	rnd := make([]byte, 4)
-	_, _ = rand.Read(rnd)
-	e := &janEnv{t: t, name: b.Name, rt: b.RT, prefix: "sbxtest" + hex.EncodeToString(rnd)}
-	t.Cleanup(func() {
-		testruntimes.RemoveLabelled(t, e.rt, labels.For(e.prefix).Sandboxes(), map[string]string{e.testLabel(): "1"})
-	})
-	return e
-}
-
-// provisioner returns a provisioner for this test's prefix, with the
-// stand-in images of services.
-func (e *janEnv) provisioner(services []string, labels map[string]string) *provision.Provisioner {
-	e.t.Helper()
-	images := map[string]string{}
-	for _, s := range services {
-		images[s] = testenv.Image(e.t, e.name, s)
-	}
-	p, err := provision.New(e.rt, provision.Options{LabelPrefix: e.prefix, Images: images, Labels: labels})
-	require.NoError(e.t, err)
-	return p
-}
-
-// agent runs a busybox stand-in named name that sleeps, as an agent would
-// run, and returns its ID.
-func (e *janEnv) agent(ctx context.Context, name string) string {
-	e.t.Helper()
-	c, err := e.rt.Run(ctx, runtime.RunSpec{
-		Name:    name,
-		Image:   testruntimes.EnsureImage(e.t, e.rt, testenv.Image(e.t, e.name, "busybox")),
-		Command: []string{"sleep", "3600"},
-		Labels:  map[string]string{e.testLabel(): "1"},
-	})
-	require.NoError(e.t, err)
-	return c.ID
-}
-
-// sandboxes lists this test's sandbox containers by name.
-func (e *janEnv) sandboxes(ctx context.Context) []string {
-	e.t.Helper()
-	cs, err := e.rt.List(ctx, labels.For(e.prefix).Sandboxes())
-	require.NoError(e.t, err)
-	out := []string{}
-	for _, c := range cs {
-		out = append(out, c.Name)
-	}
-	return out
-}
-
-func (e *janEnv) janitor(grace time.Duration) *janitor.Janitor {
-	return janitor.New(e.rt, janitor.Options{Prefix: e.prefix, Grace: grace})
-}
 
 func janNames(sbs []janitor.Sandbox) []string {
 	out := []string{}
@@ -114,12 +45,12 @@ func janContainerNames(sb provision.Sandbox) []string {
 
 // created returns the runtime's precise creation time of each container
 // (inspect has nanoseconds; list, which the janitor reads, only seconds).
-func (e *janEnv) created(ctx context.Context, ids ...string) map[string]time.Time {
-	e.t.Helper()
+func (e env) created(ctx context.Context, ids ...string) map[string]time.Time {
+	e.T().Helper()
 	out := map[string]time.Time{}
 	for _, id := range ids {
-		c, err := e.rt.Inspect(ctx, id)
-		require.NoError(e.t, err)
+		c, err := e.RT.Inspect(ctx, id)
+		require.NoError(e.T(), err)
 		out[c.Name] = c.Created
 	}
 	return out
@@ -132,7 +63,7 @@ func (e *janEnv) created(ctx context.Context, ids ...string) map[string]time.Tim
 func sweepUntilRemoved(ctx context.Context, t *testing.T, j *janitor.Janitor, grace time.Duration, created map[string]time.Time) janitor.Report {
 	t.Helper()
 	var rep janitor.Report
-	testruntimes.Poll(t, func() bool {
+	testkit.Poll(t, grace+30*time.Second, 100*time.Millisecond, func() error {
 		var err error
 		rep, err = j.Sweep(ctx)
 		end := time.Now()
@@ -143,8 +74,11 @@ func sweepUntilRemoved(ctx context.Context, t *testing.T, j *janitor.Janitor, gr
 				require.GreaterOrEqual(t, end.Sub(c), grace, "%s judged %s after its creation", s.Name, end.Sub(c))
 			}
 		}
-		return len(rep.Removed) > 0
-	}, grace+30*time.Second, 100*time.Millisecond)
+		if len(rep.Removed) == 0 {
+			return fmt.Errorf("a sweep removed nothing: %s", rep)
+		}
+		return nil
+	})
 	return rep
 }
 
@@ -152,26 +86,29 @@ func sweepUntilRemoved(ctx context.Context, t *testing.T, j *janitor.Janitor, gr
 // is left alone while in grace, and removed by the first sweep after.
 func TestJanitorOrphanRemovedAfterGrace(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newJanEnv(t, b)
+		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		const grace = 2 * time.Second
+		// Long enough for the provision (a redis probe on a loaded 2-core
+		// host, under other packages' tests) to end inside it, so that the
+		// first sweep finds the sandbox in grace: 2 s was not (2.9 s seen).
+		const grace = 6 * time.Second
 		services := []string{"redis"}
-		sb, err := e.provisioner(services, nil).Provision(ctx, "orphan", services)
+		sb, err := e.Provisioner(nil).Provision(ctx, "orphan", services)
 		require.NoError(t, err)
 		created := e.created(ctx, sb.Containers[0].ID)
-		j := e.janitor(grace)
+		j := e.Janitor(grace)
 
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
 		assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Skipped), "in grace: skipped")
 		assert.Empty(t, rep.Removed)
-		assert.ElementsMatch(t, janContainerNames(sb), e.sandboxes(ctx))
+		assert.ElementsMatch(t, janContainerNames(sb), e.SandboxNames(ctx))
 
 		rep = sweepUntilRemoved(ctx, t, j, grace, created)
 		assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed))
-		assert.Equal(t, e.prefix+"-agent-orphan", rep.Removed[0].Owner.Name)
-		assert.Empty(t, e.sandboxes(ctx), "removed from the runtime")
+		assert.Equal(t, e.Prefix+"-agent-orphan", rep.Removed[0].Owner.Name)
+		assert.Empty(t, e.SandboxNames(ctx), "removed from the runtime")
 	})
 }
 
@@ -180,23 +117,26 @@ func TestJanitorOrphanRemovedAfterGrace(t *testing.T) {
 // next sweep removes them.
 func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newJanEnv(t, b)
+		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		const grace = time.Second
 		services := []string{"postgres", "redis"}
-		p := e.provisioner(services, nil)
-		agentID := e.agent(ctx, p.OwnerName("kept"))
+		p := e.Provisioner(nil)
+		agentID := e.Agent(ctx, p.OwnerName("kept"))
 		sb, err := p.Provision(ctx, "kept", services)
 		require.NoError(t, err)
-		j := e.janitor(grace)
+		j := e.Janitor(grace)
 
-		testruntimes.Poll(t, func() bool { // until both are past their grace...
+		testkit.Poll(t, grace+30*time.Second, 100*time.Millisecond, func() error { // until both are past their grace...
 			rep, err := j.Sweep(ctx)
 			require.NoError(t, err)
 			require.Empty(t, rep.Removed)
-			return len(rep.Kept) == len(services)
-		}, grace+30*time.Second, 100*time.Millisecond)
+			if len(rep.Kept) != len(services) {
+				return fmt.Errorf("a sweep kept %d of %d: %s", len(rep.Kept), len(services), rep)
+			}
+			return nil
+		})
 		for range 3 { // ...and then on every sweep
 			rep, err := j.Sweep(ctx)
 			require.NoError(t, err)
@@ -204,12 +144,12 @@ func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
 			assert.Empty(t, rep.Removed)
 		}
 
-		require.NoError(t, e.rt.Kill(ctx, agentID))
-		require.NoError(t, e.rt.Remove(ctx, agentID))
+		require.NoError(t, e.RT.Kill(ctx, agentID))
+		require.NoError(t, e.RT.Remove(ctx, agentID))
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
 		assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed), "the first sweep after the agent is gone")
-		assert.Empty(t, e.sandboxes(ctx))
+		assert.Empty(t, e.SandboxNames(ctx))
 	})
 }
 
@@ -219,24 +159,27 @@ func TestJanitorRunningAgentKeepsItsSandboxes(t *testing.T) {
 // named after their owner.
 func TestJanitorLiveProcessOwnerKeepsItsSandboxes(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newJanEnv(t, b)
+		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		labels, err := janitor.ProcessOwnerLabels(e.prefix)
+		labels, err := janitor.ProcessOwnerLabels(e.Prefix)
 		require.NoError(t, err)
 		const grace = time.Second
 		services := []string{"redis"}
-		sb, err := e.provisioner(services, labels).Provision(ctx, "run", services)
+		sb, err := e.Provisioner(func(o *provision.Options) { o.Labels = labels }).Provision(ctx, "run", services)
 		require.NoError(t, err)
-		j := e.janitor(grace)
+		j := e.Janitor(grace)
 
-		testruntimes.Poll(t, func() bool {
+		testkit.Poll(t, grace+30*time.Second, 100*time.Millisecond, func() error {
 			rep, err := j.Sweep(ctx)
 			require.NoError(t, err)
 			require.Empty(t, rep.Removed)
-			return len(rep.Kept) == 1
-		}, grace+30*time.Second, 100*time.Millisecond)
-		assert.ElementsMatch(t, janContainerNames(sb), e.sandboxes(ctx))
+			if len(rep.Kept) != 1 {
+				return fmt.Errorf("a sweep kept %d: %s", len(rep.Kept), rep)
+			}
+			return nil
+		})
+		assert.ElementsMatch(t, janContainerNames(sb), e.SandboxNames(ctx))
 	})
 }
 
@@ -245,12 +188,12 @@ func TestJanitorLiveProcessOwnerKeepsItsSandboxes(t *testing.T) {
 // not exist yet; none may touch what the provision is creating.
 func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newJanEnv(t, b)
+		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		services := []string{"postgres", "redis", "mongo"}
-		p := e.provisioner(services, nil)
-		j := e.janitor(janitor.DefaultGrace)
+		p := e.Provisioner(nil)
+		j := e.Janitor(janitor.DefaultGrace)
 
 		type result struct {
 			sb  provision.Sandbox
@@ -283,9 +226,9 @@ func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
 		require.NoError(t, res.err)
 		t.Logf("%d sweeps during the provision, %d of them saw its sandboxes", sweeps, sawSkipped)
 		assert.Positive(t, sawSkipped, "sweeps ran while the sandboxes existed")
-		assert.ElementsMatch(t, janContainerNames(res.sb), e.sandboxes(ctx), "all of them survived")
+		assert.ElementsMatch(t, janContainerNames(res.sb), e.SandboxNames(ctx), "all of them survived")
 		for _, c := range res.sb.Containers {
-			got, err := e.rt.Inspect(ctx, c.ID)
+			got, err := e.RT.Inspect(ctx, c.ID)
 			require.NoError(t, err)
 			assert.True(t, got.Running(), "%s running", c.Name)
 		}
@@ -298,14 +241,13 @@ func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
 // provisioner labels its sandboxes with its own process identity, so this
 // also proves the process-owner path: its pid is gone, they are orphans.
 func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
-	testenv.Load()
-	e := newJanEnv(t, testruntimes.ConnectDocker(t)) // crashprov drives Docker
+	e := newEnv(t, testruntimes.Connect(t, docker.Name)) // crashprov drives Docker
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	services := []string{"postgres", "redis", "mongo"}
 	env := os.Environ()
 	for _, s := range services {
-		env = append(env, provision.ImageEnvName(s)+"="+testenv.Image(t, e.name, s))
+		env = append(env, provision.ImageEnvName(s)+"="+testenv.Image(t, e.Name, s))
 	}
 
 	bin := filepath.Join(t.TempDir(), "crashprov")
@@ -313,7 +255,7 @@ func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build crashprov: %s", out)
 
-	cmd := exec.CommandContext(ctx, bin, "-prefix", e.prefix, "-owner", "crash", "-services", strings.Join(services, ","))
+	cmd := exec.CommandContext(ctx, bin, "-prefix", e.Prefix, "-owner", "crash", "-services", strings.Join(services, ","))
 	cmd.Env = env
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -330,8 +272,12 @@ func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 		close(lines)
 	}()
 
-	testruntimes.Poll(t, func() bool { return len(e.sandboxes(ctx)) > 0 }, time.Minute, 10*time.Millisecond,
-		"the provisioner never created a container; stderr:\n%s", &stderr)
+	testkit.Poll(t, time.Minute, 10*time.Millisecond, func() error {
+		if len(e.SandboxNames(ctx)) == 0 {
+			return errors.New("no sandbox yet")
+		}
+		return nil
+	}, "the provisioner never created a container; stderr:\n%s", &stderr)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	waitErr := cmd.Wait()
 	var exitErr *exec.ExitError
@@ -342,13 +288,13 @@ func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 	for l := range lines {
 		require.NotEqual(t, "provisioned", l, "the kill came after the provision completed: not a mid-provision crash")
 	}
-	left := e.sandboxes(ctx)
+	left := e.SandboxNames(ctx)
 	t.Logf("killed mid-provision with %d sandbox(es) created: %v", len(left), left)
 
 	const grace = 2 * time.Second
-	j := e.janitor(grace)
+	j := e.Janitor(grace)
 	var removed []string
-	testruntimes.Poll(t, func() bool {
+	testkit.Poll(t, grace+time.Minute, 100*time.Millisecond, func() error {
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
 		require.Empty(t, rep.Kept, "the dead provisioner's sandboxes are nobody's")
@@ -357,10 +303,13 @@ func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 			require.False(t, s.Owner.Process.IsZero(), "%s is owned by the process", s.Name)
 			removed = append(removed, s.Name)
 		}
-		return len(rep.Skipped) == 0 && len(e.sandboxes(ctx)) == 0
-	}, grace+time.Minute, 100*time.Millisecond)
+		if left := e.SandboxNames(ctx); len(rep.Skipped) > 0 || len(left) > 0 {
+			return fmt.Errorf("left after a sweep: %v (%s)", left, rep)
+		}
+		return nil
+	})
 	assert.Subset(t, removed, left, "swept what the crash left")
-	assert.Empty(t, e.sandboxes(ctx), "no container carries this test's sandbox label")
+	assert.Empty(t, e.SandboxNames(ctx), "no container carries this test's sandbox label")
 }
 
 // BenchmarkJanitorSweep50 times sweeps over 50 real sandbox containers
@@ -368,25 +317,12 @@ func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 // running (list + owner snapshot), "removed" with the owner gone (kill and
 // remove all 50).
 func BenchmarkJanitorSweep50(b *testing.B) {
-	testenv.Load()
-	rt, err := docker.New()
-	require.NoError(b, err)
-	defer rt.Close()
+	rt := testruntimes.Connect(b, docker.Name).RT
 	ctx := context.Background()
-	if _, err := rt.Version(ctx); err != nil {
-		testenv.Unavailable(b, "docker", "%v", err)
-	}
-	image := testruntimes.EnsureImage(b, rt, testenv.Image(b, "docker", "busybox"))
-	rnd := make([]byte, 4)
-	_, _ = rand.Read(rnd)
-	prefix := "sbxbench" + hex.EncodeToString(rnd)
+	image := testkit.Image(b, rt, "busybox")
+	prefix := "sbxbench" + testkit.RandomHex(4)
 	owner := prefix + "-agent-1"
-	b.Cleanup(func() {
-		cs, _ := rt.List(context.Background(), map[string]string{prefix + ".test": "1"})
-		for _, c := range cs {
-			_ = rt.Remove(context.Background(), c.ID)
-		}
-	})
+	testkit.CleanupLabelled(b, rt, map[string]string{prefix + ".test": "1"})
 	seed := func() {
 		var g errgroup.Group
 		for i := range 50 {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
@@ -93,45 +95,48 @@ func (m *meddler) Snapshot(ctx context.Context, selector map[string]string) (run
 // the same labels except the provisioner's call label: what another
 // provision of the same owner makes after removing the old one. It
 // returns the newer container.
-func (e *janEnv) impostor(ctx context.Context, listed runtime.Container) runtime.Container {
-	e.t.Helper()
+func (e env) impostor(ctx context.Context, listed runtime.Container) runtime.Container {
+	e.T().Helper()
 	lbls := map[string]string{}
 	for k, v := range listed.Labels {
 		lbls[k] = v
 	}
-	lbls[labels.For(e.prefix).Call] = "newer"
-	require.NoError(e.t, e.rt.Remove(ctx, listed.ID))
-	c, err := e.rt.Run(ctx, runtime.RunSpec{
+	lbls[labels.For(e.Prefix).Call] = "newer"
+	require.NoError(e.T(), e.RT.Remove(ctx, listed.ID))
+	c, err := e.RT.Run(ctx, runtime.RunSpec{
 		Name:    listed.Name,
-		Image:   testruntimes.EnsureImage(e.t, e.rt, testenv.Image(e.t, e.name, "busybox")),
+		Image:   testkit.Image(e.T(), e.RT, "busybox"),
 		Command: []string{"sleep", "3600"},
 		Labels:  lbls,
 	})
-	require.NoError(e.t, err)
+	require.NoError(e.T(), err)
 	return c
 }
 
 // assertSurvived checks that newer still holds its name: the same ID and
 // creation time (on containerd the ID is the name, so the time tells).
-func (e *janEnv) assertSurvived(ctx context.Context, newer runtime.Container) {
-	e.t.Helper()
-	got, err := e.rt.Inspect(ctx, newer.Name)
-	require.NoError(e.t, err, "the newer container is gone")
-	assert.Equal(e.t, newer.ID, got.ID)
-	assert.True(e.t, runtime.SameContainer(newer, got), "%s was replaced: created %s, now %s", newer.Name, newer.Created, got.Created)
-	assert.True(e.t, got.Running(), "the newer container was killed: %s", got.State)
+func (e env) assertSurvived(ctx context.Context, newer runtime.Container) {
+	e.T().Helper()
+	got, err := e.RT.Inspect(ctx, newer.Name)
+	require.NoError(e.T(), err, "the newer container is gone")
+	assert.Equal(e.T(), newer.ID, got.ID)
+	assert.True(e.T(), runtime.SameContainer(newer, got), "%s was replaced: created %s, now %s", newer.Name, newer.Created, got.Created)
+	assert.True(e.T(), got.Running(), "the newer container was killed: %s", got.State)
 }
 
 // pastGrace waits until a dry-run sweep with a grace of 1 ns skips none of
 // this test's sandboxes: Docker's list reports whole seconds, which the
 // janitor reads as the end of that second.
-func (e *janEnv) pastGrace(ctx context.Context) {
-	e.t.Helper()
-	dry := janitor.New(e.rt, janitor.Options{Prefix: e.prefix, Grace: time.Nanosecond, DryRun: true})
-	testruntimes.Poll(e.t, func() bool {
-		rep, _ := dry.Sweep(ctx)
-		return len(rep.Skipped) == 0
-	}, 30*time.Second, 50*time.Millisecond, "sandboxes stayed in a 1 ns grace window")
+func (e env) pastGrace(ctx context.Context) {
+	e.T().Helper()
+	dry := janitor.New(e.RT, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond, DryRun: true})
+	testkit.Poll(e.T(), 30*time.Second, 50*time.Millisecond, func() error {
+		rep, err := dry.Sweep(ctx)
+		if err == nil && len(rep.Skipped) > 0 {
+			err = fmt.Errorf("skipped: %s", rep)
+		}
+		return err
+	}, "sandboxes stayed in a 1 ns grace window")
 }
 
 // TestJanitorLeavesANewerSameNamedSandboxAlone: between a sweep's
@@ -140,20 +145,20 @@ func (e *janEnv) pastGrace(ctx context.Context) {
 // leaves the newer one running and reports the orphan as vanished.
 func TestJanitorLeavesANewerSameNamedSandboxAlone(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newJanEnv(t, b)
+		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		services := []string{"redis"}
-		sb, err := e.provisioner(services, nil).Provision(ctx, "race", services)
+		sb, err := e.Provisioner(nil).Provision(ctx, "race", services)
 		require.NoError(t, err)
-		listed, err := e.rt.Inspect(ctx, sb.Containers[0].ID)
+		listed, err := e.RT.Inspect(ctx, sb.Containers[0].ID)
 		require.NoError(t, err)
 		e.pastGrace(ctx)
 
-		m := newMeddler(e.rt)
+		m := newMeddler(e.RT)
 		var newer runtime.Container
 		m.onInspect(listed.ID, func(ctx context.Context) { newer = e.impostor(ctx, listed) })
-		rep, err := janitor.New(m, janitor.Options{Prefix: e.prefix, Grace: time.Nanosecond}).Sweep(ctx)
+		rep, err := janitor.New(m, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond}).Sweep(ctx)
 		require.NoError(t, err)
 		require.NotEmpty(t, newer.ID, "the sweep never inspected the orphan before killing it")
 		assert.Empty(t, rep.Removed)
@@ -168,21 +173,21 @@ func TestJanitorLeavesANewerSameNamedSandboxAlone(t *testing.T) {
 // survives and this provision fails with a conflict.
 func TestPreClearLeavesANewerSameNamedSandboxAlone(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newJanEnv(t, b)
+		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		services := []string{"redis"}
-		sb, err := e.provisioner(services, nil).Provision(ctx, "preclear", services)
+		sb, err := e.Provisioner(nil).Provision(ctx, "preclear", services)
 		require.NoError(t, err)
-		listed, err := e.rt.Inspect(ctx, sb.Containers[0].ID)
+		listed, err := e.RT.Inspect(ctx, sb.Containers[0].ID)
 		require.NoError(t, err)
 
-		m := newMeddler(e.rt)
+		m := newMeddler(e.RT)
 		var newer runtime.Container
 		m.onInspect(listed.ID, func(ctx context.Context) { newer = e.impostor(ctx, listed) })
 		p, err := provision.New(m, provision.Options{
-			LabelPrefix:     e.prefix,
-			Images:          map[string]string{"redis": testenv.Image(t, e.name, "redis")},
+			LabelPrefix:     e.Prefix,
+			Images:          map[string]string{"redis": testenv.Image(t, e.Name, "redis")},
 			NoPreClearGrace: true, // always clear a stale one
 		})
 		require.NoError(t, err)
@@ -200,21 +205,21 @@ func TestPreClearLeavesANewerSameNamedSandboxAlone(t *testing.T) {
 // removed the others; the janitor's loop keeps sweeping.
 func TestHungRuntimeBoundsSweepAndTeardown(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newJanEnv(t, b)
+		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		const callTimeout = time.Second
 		services := []string{"redis"}
-		p := e.provisioner(services, nil)
+		p := e.Provisioner(nil)
 		hung, err := p.Provision(ctx, "hung", services)
 		require.NoError(t, err)
 		fine, err := p.Provision(ctx, "fine", services)
 		require.NoError(t, err)
 		e.pastGrace(ctx)
 
-		m := newMeddler(e.rt)
+		m := newMeddler(e.RT)
 		m.hang(hung.Containers[0].ID)
-		j := janitor.New(m, janitor.Options{Prefix: e.prefix, Grace: time.Nanosecond, CallTimeout: callTimeout})
+		j := janitor.New(m, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond, CallTimeout: callTimeout})
 		start := time.Now()
 		rep, err := j.Sweep(ctx)
 		took := time.Since(start)
@@ -223,9 +228,9 @@ func TestHungRuntimeBoundsSweepAndTeardown(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Less(t, took, 10*callTimeout, "the sweep waited on the hung sandbox past its deadlines")
 		assert.Equal(t, janContainerNames(fine), janNames(rep.Removed), "the other orphan was removed")
-		assert.Equal(t, []string{hung.Containers[0].Name}, e.sandboxes(ctx), "only the hung one is left")
+		assert.Equal(t, []string{hung.Containers[0].Name}, e.SandboxNames(ctx), "only the hung one is left")
 
-		mp, err := provision.New(m, provision.Options{LabelPrefix: e.prefix, CallTimeout: callTimeout})
+		mp, err := provision.New(m, provision.Options{LabelPrefix: e.Prefix, CallTimeout: callTimeout})
 		require.NoError(t, err)
 		start = time.Now()
 		removed, err := mp.Teardown(ctx, "hung")
@@ -240,8 +245,12 @@ func TestHungRuntimeBoundsSweepAndTeardown(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- j.Run(lctx, 50*time.Millisecond) }()
 		before := m.snapshots.Load()
-		testruntimes.Poll(t, func() bool { return m.snapshots.Load() >= before+3 }, 30*callTimeout, 50*time.Millisecond,
-			"the janitor loop stopped sweeping")
+		testkit.Poll(t, 30*callTimeout, 50*time.Millisecond, func() error {
+			if n := m.snapshots.Load() - before; n < 3 {
+				return fmt.Errorf("%d sweeps", n)
+			}
+			return nil
+		}, "the janitor loop stopped sweeping")
 		stop()
 		select {
 		case err := <-done:

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/containerd"
@@ -51,7 +50,7 @@ type ownerTool interface {
 // made with the containerd client.
 func ownerToolFor(t *testing.T, b testruntimes.Runtime, label string) ownerTool {
 	t.Helper()
-	image := testruntimes.EnsureImage(t, b.RT, testenv.Image(t, b.Name, "busybox"))
+	image := testkit.Image(t, b.RT, "busybox")
 	switch b.Name {
 	case "docker", "podman":
 		return &cliTool{bin: b.Name, image: image, label: label}
@@ -144,9 +143,7 @@ func (n *nerdctlTool) ctx(ctx context.Context) context.Context {
 func (n *nerdctlTool) make(ctx context.Context, t *testing.T, name string, state runtime.State) {
 	t.Helper()
 	ctx = n.ctx(ctx)
-	raw := make([]byte, 32)
-	_, _ = rand.Read(raw)
-	id := hex.EncodeToString(raw)
+	id := testkit.RandomHex(32)
 	n.ids[name] = id
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -223,12 +220,12 @@ func (n *nerdctlTool) delete(ctx context.Context, id string) {
 // removes their sandboxes.
 func TestJanitorOwnersMadeByTheRuntimesTools(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newJanEnv(t, b)
+		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		tool := ownerToolFor(t, b, e.testLabel())
+		tool := ownerToolFor(t, b, e.TestLabel())
 		services := []string{"redis"}
-		p := e.provisioner(services, nil)
+		p := e.Provisioner(nil)
 
 		owned := map[runtime.State][]string{} // state -> its owner's sandbox names
 		var g errgroup.Group
@@ -250,23 +247,23 @@ func TestJanitorOwnersMadeByTheRuntimesTools(t *testing.T) {
 		}
 
 		e.pastGrace(ctx)
-		j := e.janitor(time.Nanosecond)
+		j := e.Janitor(time.Nanosecond)
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, rep.Removed, "a sandbox of an existing owner was removed")
 		for _, st := range ownerStates {
 			assert.Subset(t, janNames(rep.Kept), owned[st], "the %s owner keeps its sandboxes", st)
 		}
-		require.Len(t, e.sandboxes(ctx), len(ownerStates))
+		require.Len(t, e.SandboxNames(ctx), len(ownerStates))
 
 		for _, st := range ownerStates {
 			tool.remove(ctx, t, p.OwnerName(string(st)))
 			rep, err := j.Sweep(ctx)
 			require.NoError(t, err)
 			assert.ElementsMatch(t, owned[st], janNames(rep.Removed), "removing the %s owner orphans exactly its sandboxes", st)
-			assert.NotContains(t, e.sandboxes(ctx), owned[st][0])
+			assert.NotContains(t, e.SandboxNames(ctx), owned[st][0])
 		}
-		assert.Empty(t, e.sandboxes(ctx))
+		assert.Empty(t, e.SandboxNames(ctx))
 	})
 }
 
@@ -274,16 +271,15 @@ func TestJanitorOwnersMadeByTheRuntimesTools(t *testing.T) {
 // also the container whose ID is the owner name, in any namespace (as
 // `ctr run <image> <id>` names it); its sandboxes live while it exists.
 func TestJanitorContainerdOwnerByIDInAnyNamespace(t *testing.T) {
-	testenv.Load()
-	b := testruntimes.ConnectContainerd(t)
-	e := newJanEnv(t, b)
+	b := testruntimes.Connect(t, containerd.Name)
+	e := newEnv(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A namespace of some other tool's (kept across runs, like nerdctl's
 	// "default": it holds the pulled image).
 	tool := newNerdctlTool(t, testenv.Image(t, b.Name, "busybox"), "agents")
 	services := []string{"redis"}
-	p := e.provisioner(services, nil)
+	p := e.Provisioner(nil)
 	sb, err := p.Provision(ctx, "byid", services)
 	require.NoError(t, err)
 
@@ -302,7 +298,7 @@ func TestJanitorContainerdOwnerByIDInAnyNamespace(t *testing.T) {
 	})
 
 	e.pastGrace(ctx)
-	j := e.janitor(time.Nanosecond)
+	j := e.Janitor(time.Nanosecond)
 	rep, err := j.Sweep(ctx)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Kept), "kept while a container with the owner's ID exists in namespace %s", tool.ns)
@@ -311,5 +307,5 @@ func TestJanitorContainerdOwnerByIDInAnyNamespace(t *testing.T) {
 	rep, err = j.Sweep(ctx)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, janContainerNames(sb), janNames(rep.Removed))
-	assert.Empty(t, e.sandboxes(ctx))
+	assert.Empty(t, e.SandboxNames(ctx))
 }

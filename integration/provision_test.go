@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,97 +23,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/roboco/sandboxer/bench"
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
-
-var trio = []string{"postgres", "redis", "mongo"}
-
-// provEnv is one provisioning test's world on a runtime: a label prefix of
-// its own, so that cleanup removes exactly what the test made (sandboxes,
-// agent containers, networks) even when it fails half-way, and so that no
-// other test's janitor sweeps see its sandboxes.
-type provEnv struct {
-	t        *testing.T
-	b        testruntimes.Runtime
-	prefix   string
-	images   map[string]string
-	networks []string
-}
-
-func newProvEnv(t *testing.T, b testruntimes.Runtime) *provEnv {
-	t.Helper()
-	e := &provEnv{t: t, b: b, prefix: "sbxprov" + randHex(3), images: map[string]string{}}
-	for _, s := range trio {
-		e.images[s] = testenv.Image(t, b.Name, s)
-	}
-	t.Cleanup(e.cleanup)
-	return e
-}
-
-// testLabel marks the non-sandbox containers and networks a test makes.
-func (e *provEnv) testLabel() string { return e.prefix + ".test" }
-
-func (e *provEnv) cleanup() {
-	testruntimes.RemoveLabelled(e.t, e.b.RT, map[string]string{e.prefix + ".sandbox": "1"}, map[string]string{e.testLabel(): "1"})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for _, n := range e.networks {
-		if err := e.b.RT.RemoveNetwork(ctx, n); err != nil {
-			e.t.Logf("cleanup: %v", err)
-		}
-	}
-}
-
-// owner returns a fresh owner id for this test.
-func (e *provEnv) owner(tag string) string { return tag + "-" + randHex(3) }
-
-// provisioner returns a provisioner with this test's prefix and the
-// stand-in images; set adjusts the options.
-func (e *provEnv) provisioner(set func(*provision.Options)) *provision.Provisioner {
-	e.t.Helper()
-	opts := provision.Options{
-		LabelPrefix: e.prefix,
-		Images:      e.images,
-		Getenv:      func(string) string { return "" },
-	}
-	if set != nil {
-		set(&opts)
-	}
-	p, err := provision.New(e.b.RT, opts)
-	require.NoError(e.t, err)
-	return p
-}
-
-// owned lists the containers carrying the owner label of ownerID.
-func (e *provEnv) owned(ctx context.Context, p *provision.Provisioner, ownerID string) []runtime.Container {
-	e.t.Helper()
-	cs, err := e.b.RT.List(ctx, map[string]string{p.Labels().Owner: p.OwnerName(ownerID)})
-	require.NoError(e.t, err)
-	return cs
-}
-
-// network creates a network for the test.
-func (e *provEnv) network(ctx context.Context) string {
-	e.t.Helper()
-	name := e.prefix + "-net"
-	_, err := e.b.RT.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: map[string]string{e.testLabel(): "1"}})
-	require.NoError(e.t, err)
-	e.networks = append(e.networks, name)
-	return name
-}
-
-// warm makes sure the stand-in images are present, so that timings
-// measure provisioning rather than the first pull.
-func (e *provEnv) warm() {
-	e.t.Helper()
-	for _, ref := range e.images {
-		testruntimes.EnsureImage(e.t, e.b.RT, ref)
-	}
-}
 
 // countPulls returns an event callback that counts image pulls.
 func countPulls(n *atomic.Int32) func(provision.Event) {
@@ -127,28 +41,16 @@ func countPulls(n *atomic.Int32) func(provision.Event) {
 	}
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // Host mode: a consumer on the host connects with the real Go clients,
 // using nothing but the emitted env, and writes and reads; teardown then
 // leaves nothing behind, not even an anonymous volume.
 func TestProvisionHostMode(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newProvEnv(t, b)
-		ctx := testCtx(t, 5*time.Minute)
+		e := newEnv(t, b)
+		ctx := testkit.Context(t, 5*time.Minute)
 		var pulls atomic.Int32
-		p := e.provisioner(func(o *provision.Options) { o.OnEvent = countPulls(&pulls) })
-		id := e.owner("host")
+		p := e.Provisioner(func(o *provision.Options) { o.OnEvent = countPulls(&pulls) })
+		id := e.Owner("host")
 		var before []string
 		if b.DanglingVolumes != nil {
 			var err error
@@ -157,9 +59,9 @@ func TestProvisionHostMode(t *testing.T) {
 		}
 
 		start := time.Now()
-		sb, err := p.Provision(ctx, id, trio)
+		sb, err := p.Provision(ctx, id, allEngines)
 		require.NoError(t, err)
-		t.Logf("trio provisioned in %s (host mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
+		t.Logf("every engine provisioned in %s (host mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
 		env := sb.Map()
 
 		for _, c := range sb.Containers {
@@ -218,9 +120,9 @@ func TestProvisionHostMode(t *testing.T) {
 		start = time.Now()
 		removed, err := p.Teardown(ctx, id)
 		require.NoError(t, err)
-		t.Logf("trio torn down in %s", time.Since(start).Round(time.Millisecond))
+		t.Logf("every engine torn down in %s", time.Since(start).Round(time.Millisecond))
 		assert.Len(t, removed, 3)
-		assert.Empty(t, e.owned(ctx, p, id), "zero containers carry the owner label")
+		assert.Empty(t, e.Owned(ctx, p, id), "zero containers carry the owner label")
 		if b.DanglingVolumes != nil {
 			after, err := b.DanglingVolumes(ctx)
 			require.NoError(t, err)
@@ -242,17 +144,17 @@ func TestProvisionHostMode(t *testing.T) {
 // only the emitted env, reaches each with its engine's own CLI.
 func TestProvisionSiblingMode(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newProvEnv(t, b)
-		ctx := testCtx(t, 5*time.Minute)
-		network := e.network(ctx)
+		e := newEnv(t, b)
+		ctx := testkit.Context(t, 5*time.Minute)
+		network := e.Network(ctx)
 		var pulls atomic.Int32
-		p := e.provisioner(func(o *provision.Options) { o.Network = network; o.OnEvent = countPulls(&pulls) })
-		id := e.owner("sib")
+		p := e.Provisioner(func(o *provision.Options) { o.Network = network; o.OnEvent = countPulls(&pulls) })
+		id := e.Owner("sib")
 
 		start := time.Now()
-		sb, err := p.Provision(ctx, id, trio)
+		sb, err := p.Provision(ctx, id, allEngines)
 		require.NoError(t, err)
-		t.Logf("trio provisioned in %s (sibling mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
+		t.Logf("every engine provisioned in %s (sibling mode, %d images pulled first)", time.Since(start).Round(time.Millisecond), pulls.Load())
 		for _, c := range sb.Containers {
 			ctr, err := b.RT.Inspect(ctx, c.ID)
 			require.NoError(t, err)
@@ -266,11 +168,11 @@ func TestProvisionSiblingMode(t *testing.T) {
 			script string
 			want   string
 		}{
-			{"Psql", e.images["postgres"],
+			{"Psql", e.Images["postgres"],
 				`psql "$ROBOCO_TEST_DB_URL" -v ON_ERROR_STOP=1 -tA -c "create table t (v text)" -c "insert into t values ('sibling')" -q &&
 				 PGPASSWORD="$ROBOCO_TEST_DB_PASSWORD" psql -h "$ROBOCO_TEST_DB_HOST" -p "$ROBOCO_TEST_DB_PORT" -U "$ROBOCO_TEST_DB_USER" -d "$ROBOCO_TEST_DB_NAME" -tA -c "select v from t"`,
 				"sibling"},
-			{"RedisCli", e.images["redis"],
+			{"RedisCli", e.Images["redis"],
 				// Not `redis-cli -u "$ROBOCO_TEST_REDIS_URL"`: redis-cli reads the
 				// empty user of redis://:pass@ as user "" and fails AUTH
 				// (go-redis and redis-py read it as no user).
@@ -278,18 +180,18 @@ func TestProvisionSiblingMode(t *testing.T) {
 				 redis-cli -h "$ROBOCO_TEST_REDIS_HOST" -p "$ROBOCO_TEST_REDIS_PORT" set k sibling >/dev/null &&
 				 redis-cli -h "$ROBOCO_TEST_REDIS_HOST" -p "$ROBOCO_TEST_REDIS_PORT" get k`,
 				"sibling"},
-			{"Mongosh", e.images["mongo"],
+			{"Mongosh", e.Images["mongo"],
 				`mongosh "$ROBOCO_TEST_MONGO_URL" --quiet --eval 'db.t.insertOne({v: "sibling"}); print(db.t.findOne().v)'`,
 				"sibling"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				agent, err := b.RT.Run(ctx, runtime.RunSpec{
-					Name:    e.prefix + "-agent-" + strings.ToLower(tt.name),
+					Name:    e.Prefix + "-agent-" + strings.ToLower(tt.name),
 					Image:   tt.image,
 					Command: []string{"sleep", "600"},
 					Env:     sb.Map(),
-					Labels:  map[string]string{e.testLabel(): "1"},
+					Labels:  map[string]string{e.TestLabel(): "1"},
 					Network: network,
 				})
 				require.NoError(t, err)
@@ -302,77 +204,69 @@ func TestProvisionSiblingMode(t *testing.T) {
 
 		_, err = p.Teardown(ctx, id)
 		require.NoError(t, err)
-		assert.Empty(t, e.owned(ctx, p, id))
+		assert.Empty(t, e.Owned(ctx, p, id))
 	})
 }
 
 // Readiness never fires early: after each of many provisions in a row,
 // the very first connection of a real client, without retries, succeeds.
-// SANDBOXER_READINESS_ROUNDS changes the number of rounds (default 20, 3
-// with -short).
+// SANDBOXER_READINESS_ROUNDS changes the number of rounds (default 20).
 func TestReadinessNeverEarly(t *testing.T) {
 	rounds := 20
-	if testing.Short() {
-		rounds = 3
-	}
 	if v := os.Getenv("SANDBOXER_READINESS_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		require.NoError(t, err, "SANDBOXER_READINESS_ROUNDS")
 		rounds = n
 	}
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newProvEnv(t, b)
-		ctx := testCtx(t, time.Duration(rounds)*time.Minute+2*time.Minute)
-		e.warm()
-		p := e.provisioner(nil)
+		e := newEnv(t, b)
+		ctx := testkit.Context(t, time.Duration(rounds)*time.Minute+2*time.Minute)
+		e.Warm()
+		p := e.Provisioner(nil)
 		ok := map[string]int{}
 		var times []time.Duration
 		began := time.Now()
 		for i := range rounds {
-			id := e.owner(fmt.Sprintf("ready%d", i))
+			id := e.Owner(fmt.Sprintf("ready%d", i))
 			start := time.Now()
-			sb, err := p.Provision(ctx, id, trio)
+			sb, err := p.Provision(ctx, id, allEngines)
 			require.NoError(t, err, "round %d", i)
 			times = append(times, time.Since(start))
-			env := sb.Map()
 			// One attempt each, no client-side retry.
-			firstTry := map[string]error{
-				"postgres": pgOnce(ctx, env["ROBOCO_TEST_DB_URL"]),
-				"redis":    redisOnce(ctx, env["ROBOCO_TEST_REDIS_URL"]),
-				"mongo":    mongoOnce(ctx, env["ROBOCO_TEST_MONGO_URL"]),
-			}
-			for svc, err := range firstTry {
-				if assert.NoError(t, err, "round %d: %s's first connection", i, svc) {
-					ok[svc]++
+			for _, c := range sb.Containers {
+				if _, err := testruntimes.Login(ctx, sb, c); assert.NoError(t, err, "round %d: %s's first connection", i, c.Engine) {
+					ok[c.Engine]++
 				}
 			}
 			_, err = p.Teardown(ctx, id)
 			require.NoError(t, err)
 		}
-		for _, svc := range trio {
+		var firsts []string
+		for _, svc := range allEngines {
 			assert.Equal(t, rounds, ok[svc], "%s: first connections that succeeded", svc)
+			firsts = append(firsts, fmt.Sprintf("%s %d/%d", svc, ok[svc], rounds))
 		}
-		t.Logf("readiness: postgres %d/%d, redis %d/%d, mongo %d/%d first connections; trio provision %s; %d rounds with teardown in %s",
-			ok["postgres"], rounds, ok["redis"], rounds, ok["mongo"], rounds, summary(times), rounds, time.Since(began).Round(time.Second))
+		t.Logf("readiness: %s first connections; every engine's provision %s; %d rounds with teardown in %s",
+			strings.Join(firsts, ", "), summary(times), rounds, time.Since(began).Round(time.Second))
 	})
 }
 
 // A missing image for one of three services: fail-loud, nothing left.
 func TestRollbackOnMissingImage(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newProvEnv(t, b)
-		ctx := testCtx(t, 3*time.Minute)
+		e := newEnv(t, b)
+		ctx := testkit.Context(t, 3*time.Minute)
 		registry := testenv.Getenv("SANDBOXER_REGISTRY")
 		if registry == "" {
 			registry = "127.0.0.1:1"
 		}
-		missing := registry + "/sandboxer/does-not-exist:" + randHex(4)
-		images := maps.Clone(e.images)
+		missing := registry + "/sandboxer/does-not-exist:" + testkit.RandomHex(4)
+		images := maps.Clone(e.Images)
 		images["mongo"] = missing
-		p := e.provisioner(func(o *provision.Options) { o.Images = images })
-		id := e.owner("noimg")
+		p := e.Provisioner(func(o *provision.Options) { o.Images = images })
+		id := e.Owner("noimg")
 
-		_, err := p.Provision(ctx, id, trio)
+		_, err := p.Provision(ctx, id, allEngines)
 		require.Error(t, err)
 		t.Logf("error: %v", err)
 		var pe *provision.Error
@@ -382,7 +276,7 @@ func TestRollbackOnMissingImage(t *testing.T) {
 		assert.Equal(t, missing, pe.Image)
 		assert.ErrorIs(t, err, runtime.ErrImageNotFound)
 		assert.NoError(t, pe.Rollback)
-		assert.Empty(t, e.owned(ctx, p, id), "zero containers carry the owner label")
+		assert.Empty(t, e.Owned(ctx, p, id), "zero containers carry the owner label")
 	})
 }
 
@@ -405,16 +299,16 @@ func (wrongPasswordRedis) Probe(ep engines.Endpoint, cred engines.Credentials) [
 // last output in the error.
 func TestRollbackOnProbeNeverReady(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newProvEnv(t, b)
-		ctx := testCtx(t, 3*time.Minute)
+		e := newEnv(t, b)
+		ctx := testkit.Context(t, 3*time.Minute)
 		reg := engines.MustRegistry(engines.Postgres{}, wrongPasswordRedis{}, engines.Mongo{})
-		rec := &recordingRuntime{ContainerRuntime: b.RT}
-		p, err := provision.New(rec, provision.Options{LabelPrefix: e.prefix, Images: e.images, Registry: reg, Getenv: func(string) string { return "" }})
+		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
+		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Registry: reg, Getenv: func(string) string { return "" }})
 		require.NoError(t, err)
-		id := e.owner("never")
+		id := e.Owner("never")
 
 		start := time.Now()
-		_, err = p.Provision(ctx, id, trio)
+		_, err = p.Provision(ctx, id, allEngines)
 		require.Error(t, err)
 		t.Logf("failed after %s: %v", time.Since(start).Round(time.Millisecond), err)
 		var pe *provision.Error
@@ -426,38 +320,14 @@ func TestRollbackOnProbeNeverReady(t *testing.T) {
 		assert.Contains(t, err.Error(), "last probe output: ")
 		assert.NotContains(t, err.Error(), "\n", "one line")
 		assert.NoError(t, pe.Rollback)
-		for _, pw := range rec.passwords() {
+		for _, pw := range rec.Passwords() {
 			assert.NotContains(t, err.Error(), pw, "no password in the error")
 		}
-		assert.Empty(t, e.owned(ctx, p, id), "zero containers carry the owner label")
+		assert.Empty(t, e.Owned(ctx, p, id), "zero containers carry the owner label")
 	})
 }
 
-// recordingRuntime remembers the passwords of the sandboxes it runs.
-type recordingRuntime struct {
-	runtime.ContainerRuntime
-	mu  sync.Mutex
-	pws []string
-}
-
-func (r *recordingRuntime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
-	r.mu.Lock()
-	for _, v := range append(slices.Collect(maps.Values(spec.Env)), spec.Command...) {
-		if len(v) == 2*engines.PasswordBytes {
-			r.pws = append(r.pws, v)
-		}
-	}
-	r.mu.Unlock()
-	return r.ContainerRuntime.Run(ctx, spec)
-}
-
-func (r *recordingRuntime) passwords() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.pws)
-}
-
-// Timings, host mode: each engine alone and the trio, next to the
+// Timings, host mode: each engine alone and the allEngines, next to the
 // physical floor measured in the same run: the runtime's own run of the
 // same image and spec, then a real client login polled every 20 ms.
 // SANDBOXER_TIMING_ROUNDS sets the repetitions (default 1); medians are
@@ -470,19 +340,19 @@ func TestProvisionTimings(t *testing.T) {
 		rounds = n
 	}
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newProvEnv(t, b)
-		ctx := testCtx(t, time.Duration(rounds)*5*time.Minute)
-		e.warm()
-		p := e.provisioner(nil)
+		e := newEnv(t, b)
+		ctx := testkit.Context(t, time.Duration(rounds)*5*time.Minute)
+		e.Warm()
+		p := e.Provisioner(nil)
 		base := map[string][]time.Duration{}
 		prov := map[string][]time.Duration{}
 		for r := range rounds {
-			for _, svc := range trio {
+			for _, svc := range allEngines {
 				d, err := e.baseline(ctx, svc, r)
 				require.NoError(t, err, "baseline %s", svc)
 				base[svc] = append(base[svc], d)
 
-				id := e.owner("time-" + svc)
+				id := e.Owner("time-" + svc)
 				start := time.Now()
 				_, err = p.Provision(ctx, id, []string{svc})
 				require.NoError(t, err)
@@ -490,23 +360,23 @@ func TestProvisionTimings(t *testing.T) {
 				_, err = p.Teardown(ctx, id)
 				require.NoError(t, err)
 			}
-			id := e.owner("time-trio")
+			id := e.Owner("time-all")
 			start := time.Now()
-			_, err := p.Provision(ctx, id, trio)
+			_, err := p.Provision(ctx, id, allEngines)
 			require.NoError(t, err)
-			prov["trio"] = append(prov["trio"], time.Since(start))
+			prov["all"] = append(prov["all"], time.Since(start))
 			_, err = p.Teardown(ctx, id)
 			require.NoError(t, err)
 		}
 		var lines []string
 		slowest := time.Duration(0)
-		for _, svc := range trio {
+		for _, svc := range allEngines {
 			bm, pm := median(base[svc]), median(prov[svc])
 			slowest = max(slowest, bm)
 			lines = append(lines, fmt.Sprintf("%-8s baseline %7s  provision %7s  ratio %.2f", svc, bm.Round(time.Millisecond), pm.Round(time.Millisecond), float64(pm)/float64(bm)))
 		}
-		tm := median(prov["trio"])
-		lines = append(lines, fmt.Sprintf("%-8s slowest  %7s  provision %7s  ratio %.2f", "trio", slowest.Round(time.Millisecond), tm.Round(time.Millisecond), float64(tm)/float64(slowest)))
+		tm := median(prov["all"])
+		lines = append(lines, fmt.Sprintf("%-8s slowest  %7s  provision %7s  ratio %.2f", "all", slowest.Round(time.Millisecond), tm.Round(time.Millisecond), float64(tm)/float64(slowest)))
 		t.Logf("host mode, %s, median of %d:\n%s", b.Name, rounds, strings.Join(lines, "\n"))
 	})
 }
@@ -514,7 +384,7 @@ func TestProvisionTimings(t *testing.T) {
 // baseline runs svc's image with the spec the provisioner would use (no
 // provisioner involved) and polls a real client login from the host every
 // 20 ms; it returns the time from run to the first successful login.
-func (e *provEnv) baseline(ctx context.Context, svc string, round int) (time.Duration, error) {
+func (e env) baseline(ctx context.Context, svc string, round int) (time.Duration, error) {
 	eng, _ := engines.Default.Lookup(svc)
 	spec := eng.Spec()
 	cred, err := engines.NewCredentials()
@@ -527,12 +397,12 @@ func (e *provEnv) baseline(ctx context.Context, svc string, round int) (time.Dur
 		tmpfs[p] = ""
 	}
 	start := time.Now()
-	ctr, err := e.b.RT.Run(ctx, runtime.RunSpec{
-		Name:        fmt.Sprintf("%s-baseline-%s-%d", e.prefix, spec.Short, round),
-		Image:       e.images[svc],
+	ctr, err := e.RT.Run(ctx, runtime.RunSpec{
+		Name:        fmt.Sprintf("%s-baseline-%s-%d", e.Prefix, spec.Short, round),
+		Image:       e.Images[svc],
 		Env:         cc.Env,
 		Command:     cc.Command,
-		Labels:      map[string]string{e.testLabel(): "1"},
+		Labels:      map[string]string{e.TestLabel(): "1"},
 		Tmpfs:       tmpfs,
 		MemoryBytes: provision.DefaultMemoryBytes,
 		CPUs:        provision.DefaultCPUs,
@@ -541,39 +411,20 @@ func (e *provEnv) baseline(ctx context.Context, svc string, round int) (time.Dur
 	if err != nil {
 		return 0, err
 	}
-	defer e.b.RT.Remove(context.WithoutCancel(ctx), ctr.ID)
+	defer e.RT.Remove(context.WithoutCancel(ctx), ctr.ID)
 	if len(ctr.Ports) == 0 {
-		if ctr, err = e.b.RT.Inspect(ctx, ctr.ID); err != nil {
+		if ctr, err = e.RT.Inspect(ctx, ctr.ID); err != nil {
 			return 0, err
 		}
 	}
 	if len(ctr.Ports) == 0 {
 		return 0, errors.New("no published port")
 	}
-	env := map[string]string{}
-	for _, v := range eng.Env("X", engines.Endpoint{Host: "127.0.0.1", Port: ctr.Ports[0].HostPort}, cred) {
-		env[v.Name] = v.Value
+	url, _ := engines.URLVar(eng.Env("X", engines.Endpoint{Host: "127.0.0.1", Port: ctr.Ports[0].HostPort}, cred))
+	if err := bench.PollLogin(ctx, bench.Logins[svc], url.Value, spec.ReadyTimeout); err != nil {
+		return 0, err
 	}
-	login := map[string]func() error{
-		"postgres": func() error { return pgOnce(ctx, env["X_DB_URL"]) },
-		"redis":    func() error { return redisOnce(ctx, env["X_REDIS_URL"]) },
-		"mongo":    func() error { return mongoOnce(ctx, env["X_MONGO_URL"]) },
-	}[svc]
-	deadline := time.Now().Add(spec.ReadyTimeout)
-	for {
-		err := login()
-		if err == nil {
-			return time.Since(start), nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no login within %s: %w", spec.ReadyTimeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return time.Since(start), nil
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -592,43 +443,6 @@ func summary(ds []time.Duration) string {
 	s := slices.Clone(ds)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return fmt.Sprintf("median %s (min %s, max %s)", median(s).Round(time.Millisecond), s[0].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
-}
-
-// pgOnce connects once (no retry) and runs select 1.
-func pgOnce(ctx context.Context, url string) error {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(cctx, url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	var one int
-	return conn.QueryRow(cctx, "select 1").Scan(&one)
-}
-
-// redisOnce pings once, client retries off.
-func redisOnce(ctx context.Context, url string) error {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return err
-	}
-	opts.MaxRetries = -1
-	opts.DialTimeout = 5 * time.Second
-	c := redis.NewClient(opts)
-	defer c.Close()
-	return c.Ping(ctx).Err()
-}
-
-// mongoOnce pings with a short server selection, so that a server that is
-// not up fails rather than being waited for.
-func mongoOnce(ctx context.Context, url string) error {
-	c, err := mongo.Connect(options.Client().ApplyURI(url).SetServerSelectionTimeout(time.Second).SetRetryReads(false).SetRetryWrites(false))
-	if err != nil {
-		return err
-	}
-	defer c.Disconnect(context.WithoutCancel(ctx))
-	return c.Database("admin").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
 }
 
 func pgWriteRead(ctx context.Context, url, value string) error {

@@ -1,7 +1,6 @@
 package janitor_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
@@ -919,24 +919,9 @@ func TestRunKeepsSweepingPastAHungContainer(t *testing.T) {
 	assert.Contains(t, logs.String(), stuck.Name, "the warning names the container")
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger writing from Run's
-// goroutine while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is safe for a logger writing from Run's goroutine while the
+// test reads.
+type syncBuffer = testkit.SyncBuffer
 
 func TestRun(t *testing.T) {
 	w := newWorld(t)

@@ -1,7 +1,6 @@
 package provision_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -147,22 +147,7 @@ func passwords(sb provision.Sandbox) []string {
 	return out
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testkit.SyncBuffer
 
 // record collects values from hooks that run concurrently.
 type record[T any] struct {

@@ -2,24 +2,20 @@ package sandboxtest_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
@@ -55,31 +51,9 @@ func onDocker(t *testing.T, services ...string) (sandboxtest.Options, runtime.Co
 	if _, err := rt.Version(ctx); err != nil {
 		testenv.Unavailable(t, "docker", "%v", err)
 	}
-	prefix := "sbt" + randomHex(4)
-	t.Cleanup(func() { removeAll(t, rt, prefix) })
+	prefix := "sbt" + testkit.RandomHex(4)
+	testkit.CleanupLabelled(t, rt, map[string]string{prefix + ".sandbox": "1"}) // what a failed test left
 	return sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: "docker"}}, rt
-}
-
-// removeAll removes whatever a failed test left under prefix.
-func removeAll(t *testing.T, rt runtime.ContainerRuntime, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	left, err := rt.List(ctx, labels.For(prefix).Sandboxes())
-	if err != nil {
-		t.Logf("cleanup: list: %v", err)
-		return
-	}
-	for _, c := range left {
-		if err := rt.Remove(ctx, c.ID); err != nil {
-			t.Logf("cleanup: remove %s: %v", c.Name, err)
-		}
-	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func listed(t *testing.T, rt runtime.ContainerRuntime, prefix string) []runtime.Container {
@@ -92,56 +66,15 @@ func listed(t *testing.T, rt runtime.ContainerRuntime, prefix string) []runtime.
 }
 
 func TestEachEngineWithARealClient(t *testing.T) {
-	ctx := context.Background()
 	tests := []struct {
 		name    string
 		service string
-		check   func(t *testing.T, sb *sandboxtest.Sandbox)
+		// env are variables the sandbox must emit, with their values.
+		env map[string]string
 	}{
-		{
-			name:    "PostgresWithPgx",
-			service: "postgres",
-			check: func(t *testing.T, sb *sandboxtest.Sandbox) {
-				conn, err := pgx.Connect(ctx, sb.DSN("postgres"))
-				require.NoError(t, err)
-				defer conn.Close(ctx)
-				_, err = conn.Exec(ctx, "create table t (v text); insert into t values ('x')")
-				require.NoError(t, err)
-				var v string
-				require.NoError(t, conn.QueryRow(ctx, "select v from t").Scan(&v))
-				assert.Equal(t, "x", v)
-				assert.Equal(t, "sandbox", sb.Getenv("ROBOCO_TEST_DB_NAME"))
-			},
-		},
-		{
-			name:    "RedisWithGoRedis",
-			service: "redis",
-			check: func(t *testing.T, sb *sandboxtest.Sandbox) {
-				o, err := redis.ParseURL(sb.DSN("redis"))
-				require.NoError(t, err)
-				c := redis.NewClient(o)
-				defer c.Close()
-				require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
-				got, err := c.Get(ctx, "k").Result()
-				require.NoError(t, err)
-				assert.Equal(t, "v", got)
-			},
-		},
-		{
-			name:    "MongoWithMongoDriver",
-			service: "mongo",
-			check: func(t *testing.T, sb *sandboxtest.Sandbox) {
-				c, err := mongo.Connect(options.Client().ApplyURI(sb.DSN("mongo")).SetServerSelectionTimeout(20 * time.Second))
-				require.NoError(t, err)
-				defer c.Disconnect(ctx)
-				coll := c.Database(sb.Getenv("ROBOCO_TEST_MONGO_DB")).Collection("t")
-				_, err = coll.InsertOne(ctx, bson.D{{Key: "v", Value: "x"}})
-				require.NoError(t, err)
-				n, err := coll.CountDocuments(ctx, bson.D{})
-				require.NoError(t, err)
-				assert.EqualValues(t, 1, n)
-			},
-		},
+		{name: "PostgresWithPgx", service: "postgres", env: map[string]string{"ROBOCO_TEST_DB_NAME": "sandbox"}},
+		{name: "RedisWithGoRedis", service: "redis"},
+		{name: "MongoWithMongoDriver", service: "mongo"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,7 +83,11 @@ func TestEachEngineWithARealClient(t *testing.T) {
 			assert.Equal(t, "docker", sb.Runtime)
 			require.Len(t, sb.Containers, 1)
 			assert.Equal(t, "127.0.0.1", sb.Containers[0].Endpoint.Host, "host mode: published on loopback")
-			tt.check(t, sb)
+			_, err := engines.Default.Login(testkit.Context(t, time.Minute), tt.service, sb.DSN(tt.service))
+			require.NoError(t, err, "the engine's real client logs in with the DSN")
+			for k, v := range tt.env {
+				assert.Equal(t, v, sb.Getenv(k), k)
+			}
 		})
 	}
 }
@@ -197,14 +134,17 @@ func TestOwnedByTheTestProcess(t *testing.T) {
 	// judged.
 	j := janitor.New(rt, janitor.Options{Prefix: opts.LabelPrefix, NoGrace: true})
 	var rep janitor.Report
-	require.Eventually(t, func() bool {
+	testkit.Poll(t, 20*time.Second, 200*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var err error
 		rep, err = j.Sweep(ctx)
 		require.NoError(t, err)
-		return len(rep.Skipped) == 0
-	}, 20*time.Second, 200*time.Millisecond)
+		if len(rep.Skipped) > 0 {
+			return fmt.Errorf("skipped: %s", rep)
+		}
+		return nil
+	})
 	require.Len(t, rep.Kept, 1, "a sweep with no grace keeps what a live test process owns: %s", rep)
 	assert.Equal(t, sb.Containers[0].Name, rep.Kept[0].Name)
 	assert.Empty(t, rep.Removed)

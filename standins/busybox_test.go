@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testkit"
 )
 
 // TestBusybox checks what the conformance suite uses busybox for: a shell,
@@ -14,7 +16,7 @@ import (
 func TestBusybox(t *testing.T) {
 	t.Parallel()
 	c := runContainer(t, standinImage(t, "busybox"), runOpts{Cmd: []string{"sleep", "600"}})
-	ctx := testContext(t, time.Minute)
+	ctx := testkit.Context(t, time.Minute)
 	tests := []struct {
 		name string
 		argv []string

@@ -3,8 +3,6 @@ package standins
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 )
 
 // Helpers shared by every stand-in's tests (mongo_test.go included):
@@ -32,18 +31,22 @@ import (
 //	(*container).logs(ctx)                its log, stdout and stderr in order
 //	(*container).waitExited(t, d) int     wait until it stops; its exit code
 //	inspectImage(t, ref) imageInspect     the image's config as Docker reports it
-//	eventually(t, d, what, fn)            poll fn until nil or the deadline, no sleeps
-//	randomHex(t, n)                       n random bytes, hex (passwords)
-//	testContext(t, d)                     a context that ends with the test or after d
+//
+// and internal/testkit's vocabulary: testkit.Poll (no sleeps),
+// testkit.RandomHex (passwords), testkit.Context.
 
 // testLabel marks every container these tests create; cleanup removes
 // exactly those it created, by id.
 const testLabel = "sandboxer.test=standins"
 
+// pollInterval is how often a wait re-checks the container.
+const pollInterval = 200 * time.Millisecond
+
 // requireDocker ends the test (skip, or fail under SANDBOXER_REQUIRE=docker)
 // when the docker CLI or daemon is not there.
 func requireDocker(t testing.TB) {
 	t.Helper()
+	testkit.RequireRuntime(t)
 	testenv.Load() // DOCKER_HOST from build/images.env reaches the CLI through the environment
 	if _, err := exec.LookPath("docker"); err != nil {
 		testenv.Unavailable(t, "docker", "docker CLI not on PATH: %v", err)
@@ -53,14 +56,6 @@ func requireDocker(t testing.TB) {
 	if out, err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
 		testenv.Unavailable(t, "docker", "daemon not answering: %v: %s", err, bytes.TrimSpace(out))
 	}
-}
-
-// testContext returns a context cancelled after d or when the test ends.
-func testContext(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // docker runs the docker CLI and returns its trimmed stdout; the error
@@ -96,7 +91,7 @@ func standinImage(t testing.TB, name string) string {
 	t.Helper()
 	requireDocker(t)
 	ref := testenv.Image(t, "docker", name)
-	ctx := testContext(t, 5*time.Minute)
+	ctx := testkit.Context(t, 5*time.Minute)
 	if _, err := docker(ctx, "image", "inspect", "--format", "{{.Id}}", ref); err == nil {
 		return ref
 	}
@@ -137,7 +132,7 @@ func runContainer(t testing.TB, ref string, opts runOpts) *container {
 	}
 	args = append(args, ref)
 	args = append(args, opts.Cmd...)
-	id, err := docker(testContext(t, 2*time.Minute), args...)
+	id, err := docker(testkit.Context(t, 2*time.Minute), args...)
 	require.NoError(t, err, "start %s", ref)
 	c := &container{ID: id, ref: ref}
 	t.Cleanup(func() {
@@ -159,7 +154,7 @@ func runContainer(t testing.TB, ref string, opts runOpts) *container {
 // "5432/tcp") is published on.
 func (c *container) hostAddr(t testing.TB, port string) string {
 	t.Helper()
-	out, err := docker(testContext(t, 30*time.Second), "port", c.ID, port)
+	out, err := docker(testkit.Context(t, 30*time.Second), "port", c.ID, port)
 	require.NoError(t, err)
 	for _, line := range strings.Split(out, "\n") {
 		host, p, err := net.SplitHostPort(strings.TrimSpace(line))
@@ -174,7 +169,7 @@ func (c *container) hostAddr(t testing.TB, port string) string {
 // ip returns the container's address on its (first) network.
 func (c *container) ip(t testing.TB) string {
 	t.Helper()
-	out, err := docker(testContext(t, 30*time.Second), "inspect", "--format",
+	out, err := docker(testkit.Context(t, 30*time.Second), "inspect", "--format",
 		"{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", c.ID)
 	require.NoError(t, err)
 	fields := strings.Fields(out)
@@ -217,12 +212,11 @@ func (c *container) exec(ctx context.Context, env []string, argv ...string) (exe
 // path from the test is needed.
 func (c *container) waitExec(t testing.TB, d time.Duration, env []string, argv ...string) execResult {
 	t.Helper()
-	ctx := testContext(t, d+10*time.Second)
+	ctx := testkit.Context(t, d+10*time.Second)
 	var last execResult
-	eventually(t, d, fmt.Sprintf("%v exits 0 in %s", argv, c.ref), func() error {
-		if err := c.exited(ctx); err != nil {
-			return stopWaiting{err}
-		}
+	what := fmt.Sprintf("%v exits 0 in %s", argv, c.ref)
+	testkit.Poll(t, d, pollInterval, func() error {
+		require.NoError(t, c.exited(ctx), "gave up waiting: %s", what)
 		res, err := c.exec(ctx, env, argv...)
 		if err != nil {
 			return err
@@ -232,7 +226,7 @@ func (c *container) waitExec(t testing.TB, d time.Duration, env []string, argv .
 			return fmt.Errorf("exit %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
 		}
 		return nil
-	})
+	}, what)
 	return last
 }
 
@@ -264,9 +258,9 @@ func (c *container) logs(ctx context.Context) (string, error) {
 // code.
 func (c *container) waitExited(t testing.TB, d time.Duration) int {
 	t.Helper()
-	ctx := testContext(t, d+10*time.Second)
+	ctx := testkit.Context(t, d+10*time.Second)
 	var code int
-	eventually(t, d, "container "+c.ID[:12]+" exits", func() error {
+	testkit.Poll(t, d, pollInterval, func() error {
 		out, err := docker(ctx, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", c.ID)
 		if err != nil {
 			return err
@@ -277,14 +271,14 @@ func (c *container) waitExited(t testing.TB, d time.Duration) int {
 		}
 		_, err = fmt.Sscan(exit, &code)
 		return err
-	})
+	}, "container %s exits", c.ID[:12])
 	return code
 }
 
 // uid returns the real uid of the container's PID 1 (from /proc/1/status).
 func (c *container) uid(t testing.TB) string {
 	t.Helper()
-	res, err := c.exec(testContext(t, 30*time.Second), nil, "cat", "/proc/1/status")
+	res, err := c.exec(testkit.Context(t, 30*time.Second), nil, "cat", "/proc/1/status")
 	require.NoError(t, err)
 	require.Zero(t, res.ExitCode, res.Stderr)
 	for _, line := range strings.Split(res.Stdout, "\n") {
@@ -296,44 +290,6 @@ func (c *container) uid(t testing.TB) string {
 	}
 	require.FailNow(t, "no Uid line in /proc/1/status", res.Stdout)
 	return ""
-}
-
-// stopWaiting tells eventually to give up at once: waiting cannot help
-// (the container exited, say).
-type stopWaiting struct{ err error }
-
-func (b stopWaiting) Error() string { return b.err.Error() }
-
-// eventually calls fn every 200ms until it returns nil, failing the test
-// with fn's last error after d (or at once if fn returns a stopWaiting).
-func eventually(t testing.TB, d time.Duration, what string, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		var stop stopWaiting
-		if errors.As(err, &stop) {
-			require.FailNow(t, "gave up waiting: "+what, "%v", err)
-		}
-		if time.Now().After(deadline) {
-			require.FailNow(t, "timed out after "+d.String()+": "+what, "last error: %v", err)
-		}
-		<-tick.C
-	}
-}
-
-// randomHex returns n random bytes as hex (2n characters).
-func randomHex(t testing.TB, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return hex.EncodeToString(b)
 }
 
 // imageInspect is the part of `docker image inspect` the tests check.
@@ -355,7 +311,7 @@ type imageInspect struct {
 // inspectImage returns ref's config as the daemon reports it.
 func inspectImage(t testing.TB, ref string) imageInspect {
 	t.Helper()
-	out, err := docker(testContext(t, 30*time.Second), "image", "inspect", "--format", "{{json .}}", ref)
+	out, err := docker(testkit.Context(t, 30*time.Second), "image", "inspect", "--format", "{{json .}}", ref)
 	require.NoError(t, err)
 	var img imageInspect
 	require.NoError(t, json.Unmarshal([]byte(out), &img))

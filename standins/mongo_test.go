@@ -12,6 +12,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+
+	"github.com/roboco/sandboxer/internal/testkit"
 )
 
 // mongoReadyDeadline bounds the wait for a fresh stand-in to accept an
@@ -53,7 +55,7 @@ func TestMongoStandin(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			user, pass := "sandbox", randomHex(t, 16)
+			user, pass := "sandbox", testkit.RandomHex(16)
 			c := runContainer(t, ref, runOpts{
 				Env:     []string{"MONGO_INITDB_ROOT_USERNAME=" + user, "MONGO_INITDB_ROOT_PASSWORD=" + pass},
 				Publish: []string{"27017/tcp"},
@@ -61,19 +63,17 @@ func TestMongoStandin(t *testing.T) {
 			})
 			addr := c.hostAddr(t, "27017/tcp")
 			client := mongoClient(t, mongoURI(addr, user, pass))
-			eventually(t, mongoReadyDeadline, "authenticated ping to "+ref, func() error {
+			testkit.Poll(t, mongoReadyDeadline, pollInterval, func() error {
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 				defer cancel()
-				if err := c.exited(ctx); err != nil {
-					return stopWaiting{err}
-				}
+				require.NoError(t, c.exited(ctx), "gave up waiting for an authenticated ping to %s", ref)
 				pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 				defer pcancel()
 				return client.Ping(pctx, readpref.Primary())
-			})
+			}, "authenticated ping to %s", ref)
 
 			t.Run("RightPasswordPingsAndRoundTrips", func(t *testing.T) {
-				ctx := testContext(t, 30*time.Second)
+				ctx := testkit.Context(t, 30*time.Second)
 				require.NoError(t, client.Ping(ctx, readpref.Primary()))
 
 				coll := client.Database("sandbox").Collection("roundtrip")
@@ -89,14 +89,14 @@ func TestMongoStandin(t *testing.T) {
 			})
 
 			t.Run("WrongPasswordIsAuthenticationFailed", func(t *testing.T) {
-				ctx := testContext(t, 30*time.Second)
+				ctx := testkit.Context(t, 30*time.Second)
 				err := mongoClient(t, mongoURI(addr, user, pass+"x")).Ping(ctx, readpref.Primary())
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), "Authentication failed")
 			})
 
 			t.Run("NoCredentialsIsRefused", func(t *testing.T) {
-				ctx := testContext(t, 30*time.Second)
+				ctx := testkit.Context(t, 30*time.Second)
 				coll := mongoClient(t, mongoURI(addr, "", "")).Database("sandbox").Collection("roundtrip")
 				_, err := coll.InsertOne(ctx, bson.D{{Key: "n", Value: 1}})
 				require.Error(t, err)
@@ -117,7 +117,7 @@ func TestMongoStandin(t *testing.T) {
 			}
 			for _, p := range probe {
 				t.Run(p.name, func(t *testing.T) {
-					res, err := c.exec(testContext(t, time.Minute),
+					res, err := c.exec(testkit.Context(t, time.Minute),
 						[]string{"MONGO_USER=" + user, "MONGO_PASS=" + p.pass, "MONGO_HOST=" + p.host},
 						"sh", "-c", mongoPing)
 					require.NoError(t, err)

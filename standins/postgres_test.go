@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testkit"
 )
 
 // pgReadyDeadline is the engine's readiness deadline for postgres.
@@ -62,10 +64,10 @@ func TestPostgres(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			const user, db = "sandbox", "sandbox_db"
-			password := randomHex(t, 16)
+			password := testkit.RandomHex(16)
 			c := startPostgres(t, user, password, db, tt.opts)
 			addr := c.hostAddr(t, "5432/tcp")
-			ctx := testContext(t, 2*time.Minute)
+			ctx := testkit.Context(t, 2*time.Minute)
 
 			// Ready means ready: the first login after pg_isready succeeds, with no retry.
 			conn, err := pgx.Connect(ctx, pgURL(addr, user, password, db))
@@ -148,7 +150,7 @@ func TestPostgresRequiresPassword(t *testing.T) {
 	t.Parallel()
 	c := runContainer(t, standinImage(t, "postgres"), runOpts{})
 	assert.Equal(t, 1, c.waitExited(t, 30*time.Second), "exit code")
-	logs, err := c.logs(testContext(t, 30*time.Second))
+	logs, err := c.logs(testkit.Context(t, 30*time.Second))
 	require.NoError(t, err)
 	assert.Contains(t, logs, "superuser password is not specified")
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testkit"
 )
 
 // redisReadyDeadline is the engine's readiness deadline for redis.
@@ -19,7 +21,7 @@ const redisReadyDeadline = 15 * time.Second
 // go-redis.
 func TestRedis(t *testing.T) {
 	t.Parallel()
-	password := randomHex(t, 16)
+	password := testkit.RandomHex(16)
 	c := runContainer(t, standinImage(t, "redis"), runOpts{
 		Publish: []string{"6379/tcp"},
 		Tmpfs:   []string{"/data"},
@@ -30,7 +32,7 @@ func TestRedis(t *testing.T) {
 	c.waitExec(t, redisReadyDeadline, []string{"REDISCLI_AUTH=" + password},
 		"sh", "-c", `test "$(redis-cli -h "$1" ping)" = PONG`, "sh", c.ip(t))
 	addr := c.hostAddr(t, "6379/tcp")
-	ctx := testContext(t, time.Minute)
+	ctx := testkit.Context(t, time.Minute)
 
 	client := func(t *testing.T, password string) *redis.Client {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialTimeout: 10 * time.Second})
@@ -106,7 +108,7 @@ func TestRedisDefaultCommand(t *testing.T) {
 	c.waitExec(t, redisReadyDeadline, nil, "sh", "-c", `test "$(redis-cli ping)" = PONG`)
 	rdb := redis.NewClient(&redis.Options{Addr: c.hostAddr(t, "6379/tcp"), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	pong, err := rdb.Ping(testContext(t, time.Minute)).Result()
+	pong, err := rdb.Ping(testkit.Context(t, time.Minute)).Result()
 	require.NoError(t, err)
 	assert.Equal(t, "PONG", pong)
 	assert.Equal(t, "999", c.uid(t))

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -19,21 +20,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
+	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/podman"
 )
 
 // binary is the sandboxer built once by TestMain for the subprocess tests
@@ -97,22 +96,20 @@ type result struct {
 // newCLI is newCLIOn Docker.
 func newCLI(t *testing.T, services ...string) *cli {
 	t.Helper()
-	return newCLIOn(t, testruntimes.ConnectDocker, services...)
+	return newCLIOn(t, docker.Name, services...)
 }
 
 // newCLIOn skips (or fails, under SANDBOXER_REQUIRE) unless the runtime
-// that connect connects to answers and the stand-in images of services are
+// called name answers and the stand-in images of services are
 // configured; it pulls those images into the runtime when absent (tests
 // run some of them directly, and Run never pulls).
-func newCLIOn(t *testing.T, connect func(testing.TB, ...testruntimes.Option) testruntimes.Runtime, services ...string) *cli {
+func newCLIOn(t *testing.T, name string, services ...string) *cli {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the built binary against a runtime (not under -short)")
-	}
+	testkit.RequireRuntime(t)
 	require.NotEmpty(t, binary, "TestMain builds the binary outside -short")
-	r := connect(t)
+	r := testruntimes.Connect(t, name)
 	for _, s := range services {
-		testruntimes.EnsureImage(t, r.RT, testenv.Image(t, r.Name, s))
+		testkit.Image(t, r.RT, s)
 	}
 	c := &cli{t: t, rt: r.RT, runtime: r.Name, prefix: "h9t" + randomHex(4)}
 	t.Cleanup(c.removeAll)
@@ -200,20 +197,7 @@ func (c *cli) list(selector map[string]string) []runtime.Container {
 }
 
 func (c *cli) removeAll() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, sel := range []map[string]string{labels.For(c.prefix).Sandboxes(), {c.prefix + ".test": "1"}} {
-		left, err := c.rt.List(ctx, sel)
-		if err != nil {
-			c.t.Logf("cleanup: %v", err)
-			return
-		}
-		for _, x := range left {
-			if err := c.rt.Remove(ctx, x.ID); err != nil {
-				c.t.Logf("cleanup: remove %s: %v", x.Name, err)
-			}
-		}
-	}
+	testkit.RemoveLabelled(c.t, c.rt, labels.For(c.prefix).Sandboxes(), map[string]string{c.prefix + ".test": "1"})
 }
 
 // names returns the containers' names.
@@ -247,47 +231,6 @@ func passwords(env map[string]string) []string {
 		}
 	}
 	return out
-}
-
-func pgCheck(t *testing.T, url string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	var n int
-	require.NoError(t, conn.QueryRow(ctx, "select 41 + 1").Scan(&n))
-	assert.Equal(t, 42, n)
-}
-
-func redisCheck(t *testing.T, url string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	o, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	c := redis.NewClient(o)
-	defer c.Close()
-	require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
-	got, err := c.Get(ctx, "k").Result()
-	require.NoError(t, err)
-	assert.Equal(t, "v", got)
-}
-
-func mongoCheck(t *testing.T, url, db string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := mongo.Connect(options.Client().ApplyURI(url).SetServerSelectionTimeout(20 * time.Second))
-	require.NoError(t, err)
-	defer c.Disconnect(ctx)
-	coll := c.Database(db).Collection("t")
-	_, err = coll.InsertOne(ctx, bson.D{{Key: "v", Value: 1}})
-	require.NoError(t, err)
-	n, err := coll.CountDocuments(ctx, bson.D{})
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, n)
 }
 
 // upJSON is `up -o json`'s output.
@@ -394,14 +337,8 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 			env := tt.env(t, c, r, dir)
 
 			for _, s := range tt.services {
-				switch s {
-				case "postgres":
-					pgCheck(t, env["ROBOCO_TEST_DB_URL"])
-				case "redis":
-					redisCheck(t, env["ROBOCO_TEST_REDIS_URL"])
-				case "mongo":
-					mongoCheck(t, env["ROBOCO_TEST_MONGO_URL"], env["ROBOCO_TEST_MONGO_DB"])
-				}
+				_, err := engines.Default.Login(testkit.Context(t, time.Minute), s, env[engines.Default.URLName(s, "ROBOCO_TEST")])
+				require.NoError(t, err, "a real client logs in to %s with the emitted URL", s)
 			}
 			pws := passwords(env)
 			require.Len(t, pws, len(tt.services), "one password per service")
@@ -467,11 +404,14 @@ func lastLine(s string) string {
 func (c *cli) sweepUntilJudged(args ...string) reportJSON {
 	c.t.Helper()
 	var rep reportJSON
-	require.Eventually(c.t, func() bool {
+	testkit.Poll(c.t, 30*time.Second, 250*time.Millisecond, func() error {
 		r := c.mustSbx(append([]string{"gc", "--grace", "0s", "-o", "json"}, args...)...)
 		require.NoError(c.t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
-		return len(rep.Skipped) == 0
-	}, 30*time.Second, 250*time.Millisecond)
+		if len(rep.Skipped) > 0 {
+			return fmt.Errorf("skipped: %v", sweptNames(rep.Skipped))
+		}
+		return nil
+	})
 	return rep
 }
 
@@ -625,7 +565,8 @@ func TestRunSurvivesAConcurrentGC(t *testing.T) {
 
 	url, err := os.ReadFile(filepath.Join(dir, "started"))
 	require.NoError(t, err)
-	redisCheck(t, string(url))
+	_, err = engines.Default.Login(testkit.Context(t, time.Minute), "redis", string(url))
+	require.NoError(t, err, "the run's redis takes a login")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o600))
 	assert.Equal(t, 0, waitExit(t, cmd, stderr), stderr.String())
@@ -852,6 +793,21 @@ func (c *cli) startSbx(dir string, stdout *bytes.Buffer, args ...string) (*exec.
 	return cmd, &errb
 }
 
+// runningWithCMD says why `run` for owner (started as cmd) is not yet
+// running its one sandbox and CMD ("sleep"); nil once it is.
+func runningWithCMD(t *testing.T, c *cli, owner string, cmd *exec.Cmd) error {
+	cs := c.ownedBy(owner)
+	switch {
+	case len(cs) != 1:
+		return fmt.Errorf("%d sandboxes", len(cs))
+	case cs[0].State != runtime.StateRunning:
+		return fmt.Errorf("%s is %s", cs[0].Name, cs[0].State)
+	case !hasChild(t, cmd.Process.Pid, "sleep"):
+		return errors.New("CMD has not started")
+	}
+	return nil
+}
+
 // hasChild reports whether process pid has a child whose command name
 // (/proc/PID/stat's comm) is comm.
 func hasChild(t *testing.T, pid int, comm string) bool {
@@ -878,23 +834,26 @@ func hasChild(t *testing.T, pid int, comm string) bool {
 }
 
 func TestRunTearsDownOnSignal(t *testing.T) {
-	for _, rc := range testruntimes.Candidates {
-		t.Run(rc.Name, func(t *testing.T) {
+	for _, name := range testruntimes.Names {
+		t.Run(name, func(t *testing.T) {
 			for _, sig := range teardownSignals {
 				t.Run(signalName(sig), func(t *testing.T) {
-					c := newCLIOn(t, rc.Connect, "redis")
+					c := newCLIOn(t, name, "redis")
 					owner := "sig" + randomHex(3)
 					cmd, stderr := c.startSbx(t.TempDir(), new(bytes.Buffer), "run", "--owner", owner, "-s", "redis", "--", "sleep", "60")
 
 					// CMD runs once its sandbox is ready: wait for both.
-					testruntimes.Poll(t, func() bool {
-						cs := c.ownedBy(owner)
-						return len(cs) == 1 && cs[0].State == runtime.StateRunning && hasChild(t, cmd.Process.Pid, "sleep")
-					}, 2*time.Minute, 100*time.Millisecond, "the sandbox never ran, or CMD never started: %s", stderr)
+					testkit.Poll(t, 2*time.Minute, 100*time.Millisecond, func() error {
+						return runningWithCMD(t, c, owner, cmd)
+					}, "the sandbox never ran, or CMD never started: %s", stderr)
 
 					require.NoError(t, cmd.Process.Signal(sig))
-					testruntimes.Poll(t, func() bool { return len(c.ownedBy(owner)) == 0 }, 10*time.Second, 100*time.Millisecond,
-						"a sandbox of the owner is left 10 s after %s: %s", signalName(sig), stderr)
+					testkit.Poll(t, 10*time.Second, 100*time.Millisecond, func() error {
+						if left := c.ownedBy(owner); len(left) > 0 {
+							return fmt.Errorf("left: %v", names(left))
+						}
+						return nil
+					}, "a sandbox of the owner is left 10 s after %s: %s", signalName(sig), stderr)
 					code := waitExit(t, cmd, stderr)
 					assert.Equal(t, 128+int(sig), code, "CMD died of the forwarded %s: %s", signalName(sig), stderr)
 					assert.Contains(t, stderr.String(), "forwarding signal to CMD")
@@ -906,17 +865,22 @@ func TestRunTearsDownOnSignal(t *testing.T) {
 }
 
 func TestUpRollsBackOnSignal(t *testing.T) {
-	for _, rc := range testruntimes.Candidates {
-		t.Run(rc.Name, func(t *testing.T) {
+	for _, name := range testruntimes.Names {
+		t.Run(name, func(t *testing.T) {
 			for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
 				t.Run(signalName(sig), func(t *testing.T) {
-					c := newCLIOn(t, rc.Connect, "postgres")
+					c := newCLIOn(t, name, "postgres")
 					owner := "sig" + randomHex(3)
 					var stdout bytes.Buffer
 					cmd, stderr := c.startSbx(t.TempDir(), &stdout, "up", "--owner", owner, "-s", "postgres")
 					// Postgres takes seconds to pass its probe: interrupt
 					// once its container exists.
-					testruntimes.Poll(t, func() bool { return len(c.ownedBy(owner)) > 0 }, 2*time.Minute, 50*time.Millisecond, "%s", stderr)
+					testkit.Poll(t, 2*time.Minute, 50*time.Millisecond, func() error {
+						if len(c.ownedBy(owner)) == 0 {
+							return errors.New("no sandbox yet")
+						}
+						return nil
+					}, "%s", stderr)
 					require.NoError(t, cmd.Process.Signal(sig))
 					code := waitExit(t, cmd, stderr)
 					require.Equal(t, 128+int(sig), code, "up was still provisioning when %s came: %s", signalName(sig), stderr)
@@ -973,8 +937,8 @@ func TestDownWithoutRuntimeLooksAtEveryRuntime(t *testing.T) {
 	// up lands on Podman; down and ls, with the runtime left to
 	// auto-detection on a host where Docker answers too (and first in the
 	// detection order), must still find the sandboxes on Podman.
-	testruntimes.ConnectDocker(t)
-	c := newCLIOn(t, testruntimes.ConnectPodman, "redis")
+	testruntimes.Connect(t, docker.Name)
+	c := newCLIOn(t, podman.Name, "redis")
 	sandbox := c.prefix + "-sandbox-redis-"
 
 	t.Run("EveryRuntimeAnswers", func(t *testing.T) {
@@ -1042,10 +1006,9 @@ func TestRunUnderNohupKeepsSIGHUPIgnored(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	testruntimes.Poll(t, func() bool {
-		cs := c.ownedBy(owner)
-		return len(cs) == 1 && cs[0].State == runtime.StateRunning && hasChild(t, cmd.Process.Pid, "sleep")
-	}, 2*time.Minute, 100*time.Millisecond, "the sandbox never ran, or CMD never started: %s", &stderr)
+	testkit.Poll(t, 2*time.Minute, 100*time.Millisecond, func() error {
+		return runningWithCMD(t, c, owner, cmd)
+	}, "the sandbox never ran, or CMD never started: %s", &stderr)
 
 	// An ignored signal is discarded when it is sent, so the SIGTERM that
 	// follows is the first one sandboxer and CMD see.

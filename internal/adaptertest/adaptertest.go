@@ -1,20 +1,21 @@
-// Package adaptertest is what the runtime adapters' tests share: the
-// labels, fixtures and cleanup of containers a test makes on a real
-// backend, a slog handler that records what an adapter logged, host-port
+// Package adaptertest is what the runtime adapters' own tests share on top
+// of internal/testkit (the test vocabulary every test uses): the labels of
+// the containers an adapter test makes, a busybox spec that runs until
+// removed, a slog handler that records what an adapter logged, host-port
 // helpers, and the check that every verb on an unreachable endpoint fails
 // fast with runtime.ErrUnavailable. It is imported only by _test files.
+//
+// Some of its names are one-line forwards to testkit, where the helper now
+// lives (Ctx, RandomSuffix, Busybox, the ports and the endpoints), so that
+// the adapters' tests keep compiling unchanged; new tests use testkit.
 package adaptertest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -28,59 +29,30 @@ const (
 	RunLabel = "sandboxer.test.run"
 )
 
-// Ctx is a context bounded well within go test's own timeout, cancelled
-// when the test ends.
+// Ctx is testkit.Context with the bound of one adapter test: two minutes,
+// well within go test's own timeout.
 func Ctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	return testkit.Context(t, 2*time.Minute)
 }
 
-// RandomSuffix is 8 hex characters.
-func RandomSuffix(t testing.TB) string {
-	t.Helper()
-	b := make([]byte, 4)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return hex.EncodeToString(b)
+// RandomSuffix is 8 random hex characters (testkit.RandomHex(4)), for
+// container and network names.
+func RandomSuffix(testing.TB) string {
+	return testkit.RandomHex(4)
 }
 
-// Busybox returns the busybox fixture, making sure r's backend has it
-// (pulling it from the loopback registry when needed); a fixture that
-// cannot be had skips the test, or fails it under SANDBOXER_REQUIRE.
+// Busybox returns the busybox fixture, present on r (testkit.Image).
 func Busybox(t testing.TB, r runtime.ContainerRuntime) string {
 	t.Helper()
-	ref := testenv.Image(t, r.Name(), "busybox")
-	ctx := Ctx(t)
-	ok, err := r.ImageExists(ctx, ref)
-	require.NoError(t, err)
-	if !ok {
-		if err := r.PullImage(ctx, ref, nil); err != nil {
-			testenv.Unavailable(t, r.Name(), "image %s: %v", ref, err)
-		}
-	}
-	return ref
+	return testkit.Image(t, r, "busybox")
 }
 
 // Labels labels a test's objects and registers the cleanup that removes
-// every container carrying them.
+// every container carrying them (testkit.CleanupLabelled).
 func Labels(t testing.TB, r runtime.ContainerRuntime) map[string]string {
 	t.Helper()
-	labels := map[string]string{Label: r.Name(), RunLabel: RandomSuffix(t)}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cs, err := r.List(ctx, labels)
-		if err != nil {
-			t.Errorf("cleanup: list: %v", err)
-			return
-		}
-		for _, c := range cs {
-			if err := r.Remove(ctx, c.ID); err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-		}
-	})
+	labels := map[string]string{Label: r.Name(), RunLabel: testkit.RandomHex(4)}
+	testkit.CleanupLabelled(t, r, labels)
 	return labels
 }
 

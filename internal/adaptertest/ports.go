@@ -2,32 +2,22 @@ package adaptertest
 
 import (
 	"context"
-	"net"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// HoldPort takes a 127.0.0.1 port until the test ends and returns it.
-func HoldPort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	return l.Addr().(*net.TCPAddr).Port
-}
+// HoldPort is testkit.HoldPort: a 127.0.0.1 port taken until the test
+// ends.
+func HoldPort(t testing.TB) int { return testkit.HoldPort(t) }
 
-// FreePort returns a 127.0.0.1 port that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// FreePort is testkit.FreePort: a 127.0.0.1 port that was free a moment
+// ago.
+func FreePort(t testing.TB) int { return testkit.FreePort(t) }
 
 // AssertNoKind checks that err has none of the port's error kinds: a taken
 // host port is a failure of its own, not "not found" or "already exists".

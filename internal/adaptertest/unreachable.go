@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -120,65 +117,14 @@ func Fixed(addr string) func(*testing.T) string {
 	return func(*testing.T) string { return addr }
 }
 
-// RefusedTCP returns "tcp://" and a loopback port on which nothing
-// listens.
-func RefusedTCP(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return "tcp://" + addr
-}
+// RefusedTCP is testkit.RefusedTCP: "tcp://" and a loopback port on
+// which nothing listens.
+func RefusedTCP(t *testing.T) string { return testkit.RefusedTCP(t) }
 
-// NotFound serves HTTP answering everything with 404, as a web server (or
-// another runtime's API) mistaken for the backend would, on network "tcp"
-// (a loopback port) or "unix" (a socket in t.TempDir()), until the test
-// ends. It returns the address as a URL: "tcp://host:port" or
-// "unix:///path".
-func NotFound(t *testing.T, network string) string {
-	l := listen(t, network, "not-found.sock")
-	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return network + "://" + l.Addr().String()
-}
+// NotFound is testkit.NotFound: an HTTP server answering 404 to
+// everything, on network "tcp" or "unix", as a URL.
+func NotFound(t *testing.T, network string) string { return testkit.NotFound(t, network) }
 
-// Hung accepts connections and never answers, on network "tcp" or "unix"
-// as NotFound, until the test ends. It returns the address as a URL.
-func Hung(t *testing.T, network string) string {
-	l := listen(t, network, "hung.sock")
-	done := make(chan struct{})
-	var conns []net.Conn
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		<-done
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return network + "://" + l.Addr().String()
-}
-
-// listen listens on a loopback port, or on a socket named sock in
-// t.TempDir().
-func listen(t *testing.T, network, sock string) net.Listener {
-	t.Helper()
-	addr := "127.0.0.1:0"
-	if network == "unix" {
-		addr = filepath.Join(t.TempDir(), sock)
-	}
-	l, err := net.Listen(network, addr)
-	require.NoError(t, err)
-	return l
-}
+// Hung is testkit.Hung: a listener that accepts and never answers, on
+// network "tcp" or "unix", as a URL.
+func Hung(t *testing.T, network string) string { return testkit.Hung(t, network) }

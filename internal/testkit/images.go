@@ -1,0 +1,42 @@
+package testkit
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// pullTimeout bounds making one image present (a pull from the loopback
+// registry, or from further away on a fresh machine).
+const pullTimeout = 5 * time.Minute
+
+// Image returns the ref of the stand-in image name (SANDBOXER_IMAGE_<NAME>
+// of build/images.env: "busybox", "postgres", ...), present on rt. A
+// stand-in that is not configured, or cannot be pulled, ends the test
+// through testenv.Unavailable.
+func Image(t testing.TB, rt runtime.ContainerRuntime, name string) string {
+	t.Helper()
+	return EnsureImage(t, rt, testenv.Image(t, rt.Name(), name))
+}
+
+// EnsureImage pulls ref into rt when it is absent (Run never pulls, and a
+// fresh machine has only what some test pulled before) and returns ref.
+// An image that can be neither found nor pulled ends the test through
+// testenv.Unavailable: a skip, or a failure when SANDBOXER_REQUIRE names
+// the runtime.
+func EnsureImage(t testing.TB, rt runtime.ContainerRuntime, ref string) string {
+	t.Helper()
+	ctx := Context(t, pullTimeout)
+	ok, err := rt.ImageExists(ctx, ref)
+	require.NoError(t, err, "image exists %s", ref)
+	if !ok {
+		if err := rt.PullImage(ctx, ref, nil); err != nil {
+			testenv.Unavailable(t, rt.Name(), "image %s is absent and cannot be pulled: %v", ref, err)
+		}
+	}
+	return ref
+}
