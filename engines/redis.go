@@ -2,9 +2,11 @@ package engines
 
 import (
 	"context"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,6 +78,26 @@ func (Redis) Login(ctx context.Context, rawURL string) (Session, error) {
 	}
 	opts.MaxRetries = -1
 	opts.DialerRetries = 1
+	// Dial here, once: a refused dial is then this function's error alone.
+	// go-redis reports each failed dial of its pool through its global
+	// logger, which a caller polling for readiness would fill with noise.
+	d := net.Dialer{Timeout: AttemptTimeout}
+	conn, err := d.DialContext(ctx, "tcp", opts.Addr)
+	if err != nil {
+		return s, loginError("redis", rawURL, err)
+	}
+	var handed atomic.Bool
+	defer func() {
+		if !handed.Load() {
+			_ = conn.Close()
+		}
+	}()
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if handed.CompareAndSwap(false, true) {
+			return conn, nil
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 	opts.DialTimeout = AttemptTimeout
 	opts.ReadTimeout = AttemptTimeout
 	opts.WriteTimeout = AttemptTimeout

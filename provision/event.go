@@ -34,8 +34,13 @@ type Event struct {
 	Image     string
 	// Elapsed is the time since the service's work began.
 	Elapsed time.Duration
-	// Attempts is the number of probe attempts (EventReady, EventFailed).
+	// Attempts is the number of readiness attempts (EventReady): logins
+	// over the wire, or exec probe runs.
 	Attempts int
+	// Readiness is how the sandbox was judged ready (EventReady):
+	// ReadinessWire or ReadinessExec, and ReadinessWhy says why that mode.
+	Readiness    Readiness
+	ReadinessWhy string
 	// Progress is set for EventPullProgress.
 	Progress *runtime.PullProgress
 	// Err is set for EventFailed (redacted).
@@ -66,6 +71,9 @@ func (p *Provisioner) emit(ctx context.Context, ev Event) {
 	}
 	if ev.Attempts != 0 {
 		attrs = append(attrs, slog.Int("attempts", ev.Attempts))
+	}
+	if ev.Readiness != "" {
+		attrs = append(attrs, slog.String("readiness", string(ev.Readiness)), slog.String("why", ev.ReadinessWhy))
 	}
 	level := slog.LevelInfo
 	if ev.Err != nil {

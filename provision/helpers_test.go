@@ -49,10 +49,13 @@ func newWorld(t *testing.T) *world {
 }
 
 // options are hermetic defaults: no image overrides from the environment,
-// events recorded, logs captured at debug level.
+// events recorded, logs captured at debug level, and readiness by the exec
+// probe, which the fake answers from its script (it runs no server to log
+// in to; readiness_test.go covers the wire check with real listeners).
 func (w *world) options() provision.Options {
 	return provision.Options{
-		Getenv: func(string) string { return "" },
+		Readiness: provision.ReadinessExec,
+		Getenv:    func(string) string { return "" },
 		Logger: slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnEvent: func(ev provision.Event) {
 			w.mu.Lock()

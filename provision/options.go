@@ -75,6 +75,10 @@ type Options struct {
 	PullTimeout time.Duration
 	// ReadyTimeout, when set, replaces every engine's own ready timeout.
 	ReadyTimeout time.Duration
+	// Readiness is how sandboxes are judged ready (default ReadinessAuto:
+	// the engine's real client over the wire wherever this process can
+	// reach the consumer's endpoint, the engine's exec probe elsewhere).
+	Readiness Readiness
 	// PreClearGrace: a same-named sandbox of the owner younger than this
 	// is left alone and the provision fails with a conflict (default
 	// DefaultPreClearGrace).
@@ -123,6 +127,8 @@ func (o Options) Validate() error {
 		return invalid("call timeout", o.CallTimeout.String(), "must be positive")
 	case o.ReadyTimeout < 0:
 		return invalid("ready timeout", o.ReadyTimeout.String(), "must be positive")
+	case o.Readiness != ReadinessAuto && o.Readiness != ReadinessWire && o.Readiness != ReadinessExec:
+		return invalid("readiness", string(o.Readiness), "want auto, wire or exec")
 	case o.PreClearGrace < 0:
 		return invalid("pre-clear grace", o.PreClearGrace.String(), "must not be negative (NoPreClearGrace: always clear)")
 	case o.NoPreClearGrace && o.PreClearGrace != 0:
@@ -172,6 +178,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PullTimeout == 0 {
 		o.PullTimeout = DefaultPullTimeout
+	}
+	if o.Readiness == "" {
+		o.Readiness = ReadinessAuto
 	}
 	if o.PreClearGrace == 0 && !o.NoPreClearGrace {
 		o.PreClearGrace = DefaultPreClearGrace

@@ -98,6 +98,7 @@ type service struct {
 	// returned); read after the errgroup is done.
 	created runtime.Container
 	result  Container
+	mode    Readiness // how it was judged ready
 }
 
 // Provision starts services for ownerID and returns them ready, or fails
@@ -217,25 +218,45 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 	if err != nil {
 		return fail("run", err, "")
 	}
-	endpoint := engines.Endpoint{Host: probeHost, Port: s.spec.Port}
-	steps := s.engine.Probe(endpoint, s.cred)
-	attempts, output, err := p.waitReady(ctx, rctx, ctr.ID, steps, readyTimeout)
-	if err != nil {
-		return fail("probe", err, output)
-	}
-
+	own := engines.Endpoint{Host: probeHost, Port: s.spec.Port}
+	// The consumer's endpoint: the published port in host mode, the
+	// sandbox's own address on the sibling network otherwise.
+	endpoint := own
 	if p.opts.Network == "" {
-		endpoint, err = p.published(rctx, ctr, s.spec.Port)
-		if err == nil {
-			err = waitDial(ctx, rctx, endpoint, readyTimeout)
-		}
-		if err != nil {
+		if endpoint, err = p.published(rctx, ctr, s.spec.Port); err != nil {
 			return fail("publish", err, "")
 		}
 	}
 
+	cp := p.plan(rctx, s, endpoint)
+	var attempts int
+	if cp.mode == ReadinessWire {
+		url, _ := engines.URLVar(s.engine.Env(p.opts.EnvPrefix, endpoint, s.cred))
+		attempts, err = p.waitWire(ctx, rctx, ctr.ID, s.engine.(engines.WireChecker), url.Value, readyTimeout)
+		if err != nil {
+			return fail("probe", fmt.Errorf("over the wire at %s: %w", hostPortOf(endpoint), err), "")
+		}
+	} else {
+		var output string
+		attempts, output, err = p.waitReady(ctx, rctx, ctr.ID, s.engine.Probe(own, s.cred), readyTimeout)
+		if err != nil {
+			return fail("probe", err, output)
+		}
+		if p.opts.Network == "" {
+			// The exec probe ran inside; the consumer dials the published port.
+			if err := waitDial(ctx, rctx, endpoint, readyTimeout); err != nil {
+				return fail("publish", err, "")
+			}
+		}
+	}
+	s.mode = cp.mode
+
 	s.result = Container{Name: s.name, ID: ctr.ID, Engine: s.spec.Name, Image: s.image, Endpoint: endpoint}
-	p.emit(ctx, p.event(EventReady, c, s, func(ev *Event) { ev.Attempts = attempts }))
+	p.emit(ctx, p.event(EventReady, c, s, func(ev *Event) {
+		ev.Attempts = attempts
+		ev.Readiness = cp.mode
+		ev.ReadinessWhy = cp.why
+	}))
 	return nil
 }
 
@@ -442,10 +463,8 @@ func (p *Provisioner) probeOnce(ctx context.Context, ref string, steps []engines
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				if ctr, ierr := p.rt.Inspect(ctx, ref); ierr == nil && !ctr.Running() {
-					return "", err, fmt.Errorf("%w: sandbox is %s (exit code %d)", ErrNotReady, ctr.State, ctr.ExitCode)
-				} else if errors.Is(ierr, runtime.ErrNotFound) {
-					return "", err, fmt.Errorf("%w: sandbox disappeared: %w", ErrNotReady, ierr)
+				if fatal := p.stopped(ctx, ref); fatal != nil {
+					return "", err, fatal
 				}
 			}
 			return "", fmt.Errorf("%s: %w", st.Cmd[0], err), nil

@@ -6,7 +6,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -92,4 +94,36 @@ func listen(t testing.TB, network, sock string) net.Listener {
 	l, err := net.Listen(network, addr)
 	require.NoError(t, err)
 	return l
+}
+
+// SilentTCP returns "host:port" of a 127.0.0.1 port that drops every new
+// connection's SYN, as a host behind a firewall that drops does: a dial
+// neither connects nor is refused, it times out. It is a listener with a
+// backlog of 0, already full with one connection nobody accepts; it stands
+// until the test ends.
+func SilentTCP(t testing.TB) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	require.NoError(t, syscall.Listen(fd, 0))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	// Fill the backlog: the kernel queues backlog+1 connections, then
+	// drops SYNs.
+	for range 2 {
+		c, err := net.DialTimeout("tcp4", addr, 200*time.Millisecond)
+		if err != nil {
+			break
+		}
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	c, err := net.DialTimeout("tcp4", addr, 200*time.Millisecond)
+	if err == nil {
+		_ = c.Close()
+		t.Fatalf("testkit: %s still completes connections: the backlog did not fill", addr)
+	}
+	return addr
 }

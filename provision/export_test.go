@@ -1,0 +1,18 @@
+package provision
+
+import (
+	"context"
+	"testing"
+
+	"github.com/roboco/sandboxer/engines"
+)
+
+// SetReachable makes the mode decision see f's answer instead of dialling,
+// until the test ends (the fake runtime's addresses are routed wherever
+// the host's default route goes). Tests that use it must not run in
+// parallel.
+func SetReachable(t testing.TB, f func(context.Context, engines.Endpoint) (bool, error)) {
+	old := reachable
+	reachable = f
+	t.Cleanup(func() { reachable = old })
+}
