@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -209,8 +210,10 @@ func TestProvisionSiblingMode(t *testing.T) {
 }
 
 // Readiness never fires early: after each of many provisions in a row,
-// the very first connection of a real client, without retries, succeeds.
-// SANDBOXER_READINESS_ROUNDS changes the number of rounds (default 20).
+// the very first connection of a real client, without retries, succeeds,
+// whether readiness was judged over the wire (the default in host mode) or
+// by the exec probe (forced). SANDBOXER_READINESS_ROUNDS changes the
+// number of rounds (default 20).
 func TestReadinessNeverEarly(t *testing.T) {
 	rounds := 20
 	if v := os.Getenv("SANDBOXER_READINESS_ROUNDS"); v != "" {
@@ -219,35 +222,51 @@ func TestReadinessNeverEarly(t *testing.T) {
 		rounds = n
 	}
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
-		e := newEnv(t, b)
-		ctx := testkit.Context(t, time.Duration(rounds)*time.Minute+2*time.Minute)
-		e.Warm()
-		p := e.Provisioner(nil)
-		ok := map[string]int{}
-		var times []time.Duration
-		began := time.Now()
-		for i := range rounds {
-			id := e.Owner(fmt.Sprintf("ready%d", i))
-			start := time.Now()
-			sb, err := p.Provision(ctx, id, allEngines)
-			require.NoError(t, err, "round %d", i)
-			times = append(times, time.Since(start))
-			// One attempt each, no client-side retry.
-			for _, c := range sb.Containers {
-				if _, err := testruntimes.Login(ctx, sb, c); assert.NoError(t, err, "round %d: %s's first connection", i, c.Engine) {
-					ok[c.Engine]++
+		for _, mode := range []provision.Readiness{provision.ReadinessWire, provision.ReadinessExec} {
+			t.Run(string(mode), func(t *testing.T) {
+				e := newEnv(t, b)
+				ctx := testkit.Context(t, time.Duration(rounds)*time.Minute+2*time.Minute)
+				e.Warm()
+				var mu sync.Mutex
+				modes := map[provision.Readiness]int{}
+				p := e.Provisioner(func(o *provision.Options) {
+					o.Readiness = mode
+					o.OnEvent = func(ev provision.Event) {
+						if ev.Kind == provision.EventReady {
+							mu.Lock()
+							modes[ev.Readiness]++
+							mu.Unlock()
+						}
+					}
+				})
+				ok := map[string]int{}
+				var times []time.Duration
+				began := time.Now()
+				for i := range rounds {
+					id := e.Owner(fmt.Sprintf("ready%d", i))
+					start := time.Now()
+					sb, err := p.Provision(ctx, id, allEngines)
+					require.NoError(t, err, "round %d", i)
+					times = append(times, time.Since(start))
+					// One attempt each, no client-side retry.
+					for _, c := range sb.Containers {
+						if _, err := testruntimes.Login(ctx, sb, c); assert.NoError(t, err, "round %d: %s's first connection", i, c.Engine) {
+							ok[c.Engine]++
+						}
+					}
+					_, err = p.Teardown(ctx, id)
+					require.NoError(t, err)
 				}
-			}
-			_, err = p.Teardown(ctx, id)
-			require.NoError(t, err)
+				var firsts []string
+				for _, svc := range allEngines {
+					assert.Equal(t, rounds, ok[svc], "%s: first connections that succeeded", svc)
+					firsts = append(firsts, fmt.Sprintf("%s %d/%d", svc, ok[svc], rounds))
+				}
+				assert.Equal(t, map[provision.Readiness]int{mode: rounds * len(allEngines)}, modes, "every sandbox judged ready %s", mode)
+				t.Logf("readiness %s: %s first connections; every engine's provision %s; %d rounds with teardown in %s",
+					mode, strings.Join(firsts, ", "), summary(times), rounds, time.Since(began).Round(time.Second))
+			})
 		}
-		var firsts []string
-		for _, svc := range allEngines {
-			assert.Equal(t, rounds, ok[svc], "%s: first connections that succeeded", svc)
-			firsts = append(firsts, fmt.Sprintf("%s %d/%d", svc, ok[svc], rounds))
-		}
-		t.Logf("readiness: %s first connections; every engine's provision %s; %d rounds with teardown in %s",
-			strings.Join(firsts, ", "), summary(times), rounds, time.Since(began).Round(time.Second))
 	})
 }
 
