@@ -56,7 +56,7 @@ func (w *world) options() provision.Options {
 	return provision.Options{
 		Readiness: provision.ReadinessExec,
 		Getenv:    func(string) string { return "" },
-		Logger: slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:    slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnEvent: func(ev provision.Event) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
