@@ -168,3 +168,17 @@ func (p *Provisioner) stopped(ctx context.Context, ref string) error {
 	}
 	return nil
 }
+
+// DescribeReadiness says, for a human, how sandboxes will be judged ready
+// under mode, in host mode (network "") or on the sibling network.
+func DescribeReadiness(mode Readiness, network string) string {
+	switch {
+	case mode == ReadinessExec:
+		return "exec (forced): each engine's probe runs inside its sandbox"
+	case mode == ReadinessWire:
+		return "wire (forced): each engine's real client logs in at the endpoint handed out"
+	case network == "":
+		return "wire: host mode publishes on 127.0.0.1, which is reachable from here; each engine's real client logs in there with the credentials handed out"
+	}
+	return fmt.Sprintf("decided per sandbox: wire when its address on network %q answers from here (a connection or a refusal), else exec (no route, or a dial that times out: a provisioner in another container, rootless Podman's network namespace)", network)
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 )
@@ -21,7 +22,16 @@ type doctorReport struct {
 	Chosen     *candidateJSON   `json:"chosen"`
 	Reason     string           `json:"reason"`
 	Images     []imageCheckJSON `json:"images"`
-	Warnings   []string         `json:"warnings"`
+	// Readiness says how sandboxes will be judged ready, in host mode and
+	// on a sibling network.
+	Readiness readinessJSON `json:"readiness"`
+	Warnings  []string      `json:"warnings"`
+}
+
+type readinessJSON struct {
+	Mode    string `json:"mode"`
+	Host    string `json:"host_mode"`
+	Network string `json:"network_mode"`
 }
 
 type candidateJSON struct {
@@ -93,7 +103,12 @@ Exits 3 when no runtime answered.`,
 }
 
 func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport {
-	rep := doctorReport{Asked: sel.Asked, AskedBy: sel.AskedBy, Reason: sel.Reason, Images: []imageCheckJSON{}, Warnings: []string{}}
+	rep := doctorReport{Asked: sel.Asked, AskedBy: sel.AskedBy, Reason: sel.Reason, Images: []imageCheckJSON{}, Warnings: []string{},
+		Readiness: readinessJSON{
+			Mode:    string(a.readiness),
+			Host:    provision.DescribeReadiness(a.readiness, ""),
+			Network: provision.DescribeReadiness(a.readiness, "NAME"),
+		}}
 	for _, p := range sel.Probes {
 		c := candidateJSON{
 			Runtime: p.Runtime, Endpoint: p.Endpoint, Namespace: p.Namespace, Source: p.Source,
@@ -156,6 +171,9 @@ func upper(s string) string {
 }
 
 func writeDoctor(w io.Writer, rep doctorReport) {
+	defer func() {
+		fmt.Fprintf(w, "readiness (%s):\n  host mode: %s\n  --network NAME: %s\n", rep.Readiness.Mode, rep.Readiness.Host, rep.Readiness.Network)
+	}()
 	fmt.Fprintf(w, "runtime asked for: %s (%s)\n", rep.Asked, rep.AskedBy)
 	fmt.Fprintln(w, "candidates, in order:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

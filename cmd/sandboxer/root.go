@@ -56,8 +56,12 @@ type app struct {
 	console     *console
 	log         *slog.Logger
 	memoryBytes int64
-	imageMap    map[string]string
-	registry    *engines.Registry
+	// readinessFlag is --readiness as given; readiness is what prepare
+	// made of it (or of SANDBOXER_READINESS).
+	readinessFlag string
+	readiness     provision.Readiness
+	imageMap      map[string]string
+	registry      *engines.Registry
 
 	// detectHook, when set, adjusts the runtime detection options: tests
 	// give the fake sockets and runtimes there.
@@ -126,6 +130,9 @@ func commandPath(root *cobra.Command, args []string) string {
 	return c.CommandPath()
 }
 
+// envReadiness sets --readiness when the flag is not given.
+const envReadiness = "SANDBOXER_READINESS"
+
 const rootLong = `sandboxer gives each agent, developer or CI job its own throwaway
 Postgres, Redis and Mongo, as sibling containers on Docker, Podman or
 containerd. Data lives on tmpfs; passwords are fresh per sandbox and only
@@ -168,6 +175,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.envPrefix, "env-prefix", provision.DefaultEnvPrefix, "prefix of the emitted env variables")
 	f.StringVar(&a.memory, "memory", "512m", "memory limit per sandbox (bytes, or with a k, m or g suffix)")
 	f.Float64Var(&a.cpus, "cpus", provision.DefaultCPUs, "CPU quota per sandbox, in cores (fractional)")
+	f.StringVar(&a.readinessFlag, "readiness", "", "how a sandbox is judged ready: auto, wire (the engine's real client over the network) or exec (the engine's probe inside the sandbox) (env SANDBOXER_READINESS; default auto)")
 	f.BoolVarP(&a.quiet, "quiet", "q", false, "only errors on stderr, no progress")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logs on stderr (never passwords)")
 	f.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
@@ -202,6 +210,13 @@ func (a *app) prepare() error {
 	a.memoryBytes = n
 	if a.cpus <= 0 {
 		return usagef("--cpus %v: must be positive", a.cpus)
+	}
+	readiness, from := a.readinessFlag, "--readiness"
+	if readiness == "" {
+		readiness, from = a.getenv(envReadiness), envReadiness
+	}
+	if a.readiness, err = provision.ParseReadiness(readiness); err != nil {
+		return usagef("%s %q: want auto, wire or exec", from, readiness)
 	}
 	a.imageMap, err = parseImages(a.registry, a.images)
 	if err != nil {
@@ -266,6 +281,7 @@ func (a *app) provisionOptions() provision.Options {
 	return provision.Options{
 		Registry:    a.registry,
 		MemoryBytes: a.memoryBytes,
+		Readiness:   a.readiness,
 		CPUs:        a.cpus,
 		Images:      a.imageMap,
 		Getenv:      a.getenv,

@@ -76,6 +76,8 @@ func TestUsageErrorsComeBeforeAnyRuntimeContact(t *testing.T) {
 		{"BadLabelPrefix", nil, []string{"--label-prefix", "Bad_Prefix", "ls"}, `invalid label prefix "Bad_Prefix"`},
 		{"BadEnvPrefix", nil, []string{"--env-prefix", "lower", "up", "--owner", "1", "-s", "redis"}, `invalid env prefix "lower"`},
 		{"BadLogFormat", nil, []string{"--log-format", "xml", "ls"}, `--log-format "xml"`},
+		{"BadReadiness", nil, []string{"--readiness", "tcp", "up", "--owner", "1", "-s", "redis"}, `--readiness "tcp": want auto, wire or exec`},
+		{"BadReadinessEnv", map[string]string{"SANDBOXER_READINESS": "ping"}, []string{"doctor"}, `SANDBOXER_READINESS "ping"`},
 		{"QuietAndVerbose", nil, []string{"-q", "-v", "ls"}, "none of the others can be"},
 		{"RunWithoutCMD", nil, []string{"run", "-s", "redis"}, "requires at least 1 arg"},
 		{"NegativeGrace", nil, []string{"gc", "--grace", "-1s"}, "--grace -1s"},
