@@ -109,6 +109,7 @@ func TestProbeNeverReady(t *testing.T) {
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		p, err := provision.New(rec, provision.Options{
 			Registry: reg, LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" },
+			Readiness: provision.ReadinessExec, // the probe under test is the exec one (wire: TestWireCheckOfAServerThatNeverAcceptsThePassword)
 		})
 		require.NoError(t, err)
 

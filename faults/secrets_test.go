@@ -90,6 +90,7 @@ func TestNoPasswordInDebugLogs(t *testing.T) {
 			Registry:    engines.MustRegistry(engines.Postgres{}, leakyRedis{}, engines.Mongo{}),
 			LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" },
 			Logger: logger, OnEvent: onEvent,
+			Readiness: provision.ReadinessExec, // the leak under test is the exec probe's output
 		})
 		require.NoError(t, err)
 		_, err = leaky.Provision(ctx, "leaky", allEngines)
