@@ -322,7 +322,8 @@ func TestRollbackOnProbeNeverReady(t *testing.T) {
 		ctx := testkit.Context(t, 3*time.Minute)
 		reg := engines.MustRegistry(engines.Postgres{}, wrongPasswordRedis{}, engines.Mongo{})
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
-		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Registry: reg, Getenv: func(string) string { return "" }})
+		// The exec probe's failure (the wire check's: TestWireCheckOfAServerThatNeverAcceptsThePassword).
+		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Registry: reg, Getenv: func(string) string { return "" }, Readiness: provision.ReadinessExec})
 		require.NoError(t, err)
 		id := e.Owner("never")
 
