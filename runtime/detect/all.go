@@ -63,12 +63,7 @@ func (s *Survey) Close() {
 // before it reports the error. An unknown runtime name is an error matching
 // ErrUnknownRuntime, with a nil Survey.
 func DetectAll(ctx context.Context, opts Options) (*Survey, error) {
-	opts = opts.withDefaults()
-	asked, askedBy, err := Choice(opts)
-	if err != nil {
-		return nil, err
-	}
-	cands, err := Candidates(opts)
+	opts, asked, askedBy, cands, err := prepare(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -342,17 +342,23 @@ type Selection struct {
 	Reason string
 }
 
+// prepare fills opts' defaults and returns the runtime asked for, where
+// that came from, and the candidates to try, in order.
+func prepare(opts Options) (o Options, asked, askedBy string, cands []Candidate, err error) {
+	opts = opts.withDefaults()
+	if asked, askedBy, err = Choice(opts); err != nil {
+		return opts, "", "", nil, err
+	}
+	cands, err = Candidates(opts)
+	return opts, asked, askedBy, cands, err
+}
+
 // Detect pings the candidates in order and chooses the first that answers.
 // When none answers, the error matches runtime.ErrUnavailable and says, on
 // one line, what became of each candidate; the Selection still lists them.
 // An unknown runtime name is an error matching ErrUnknownRuntime.
 func Detect(ctx context.Context, opts Options) (*Selection, error) {
-	opts = opts.withDefaults()
-	asked, askedBy, err := Choice(opts)
-	if err != nil {
-		return nil, err
-	}
-	cands, err := Candidates(opts)
+	opts, asked, askedBy, cands, err := prepare(opts)
 	if err != nil {
 		return nil, err
 	}
