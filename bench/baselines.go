@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -55,7 +56,7 @@ func (s *Suite) baselineWith(ctx context.Context, engine, tag string, timeout ti
 	}
 	// Named as the provisioner names a sandbox, under an owner id of its
 	// own; labelled for the bench only.
-	name := provision.ContainerName(s.prefix, e.Spec().Short, "base-"+tag+"-"+randomHex(2))
+	name := provision.ContainerName(s.prefix, e.Spec().Short, "base-"+tag+"-"+ids.Hex(2))
 	spec := s.spec(engine, name, cred, s.benchLabels())
 	start := time.Now()
 	id, port, err := s.Floor.Run(ctx, spec)

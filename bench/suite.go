@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -123,7 +122,7 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 			return nil, fmt.Errorf("bench: engine %q is not registered (registered: %v)", n, s.Registry.Names())
 		}
 	}
-	s.prefix = "sbxbench" + randomHex(4)
+	s.prefix = "sbxbench" + ids.Hex(4)
 	info, err := s.RT.Version(ctx)
 	if err != nil {
 		return nil, err
@@ -280,10 +279,4 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 		}
 	}
 	return nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

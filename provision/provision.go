@@ -11,8 +11,6 @@ package provision
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -25,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -110,7 +109,7 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 	if err != nil {
 		return Sandbox{}, err
 	}
-	c := &call{id: randomHex(8), ownerID: ownerID, owner: p.opts.OwnerName(ownerID)}
+	c := &call{id: ids.Hex(8), ownerID: ownerID, owner: p.opts.OwnerName(ownerID)}
 	svcs := make([]*service, len(engs))
 	for i, e := range engs {
 		cred, err := engines.NewCredentials()
@@ -578,12 +577,4 @@ func (p *Provisioner) destroyAll(ctx context.Context, listed []runtime.Container
 	}
 	_ = g.Wait() // each goroutine reports through errs
 	return outcomes, errors.Join(errs...)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return hex.EncodeToString(b)
 }

@@ -26,14 +26,13 @@ package sandboxtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
@@ -157,7 +156,7 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 		rt.Close()
 		t.Fatalf("sandboxtest: %v", err)
 	}
-	id := "test-" + randomHex(5)
+	id := "test-" + ids.Hex(5)
 	sb, err := p.Provision(ctx, id, services)
 	if err != nil {
 		rt.Close()
@@ -231,12 +230,4 @@ func labelValue(name string) string {
 		name = name[:200]
 	}
 	return name
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }

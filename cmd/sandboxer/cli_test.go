@@ -111,7 +111,7 @@ func newCLIOn(t *testing.T, name string, services ...string) *cli {
 	for _, s := range services {
 		testkit.Image(t, r.RT, s)
 	}
-	c := &cli{t: t, rt: r.RT, runtime: r.Name, prefix: "h9t" + randomHex(4)}
+	c := &cli{t: t, rt: r.RT, runtime: r.Name, prefix: "h9t" + testkit.RandomHex(4)}
 	t.Cleanup(c.removeAll)
 	return c
 }
@@ -328,7 +328,7 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCLI(t, tt.services...)
 			dir := t.TempDir()
-			owner := "u" + randomHex(3)
+			owner := "u" + testkit.RandomHex(3)
 			args := []string{"up", "--owner", owner, "--services", strings.Join(tt.services, ",")}
 			for _, a := range tt.args {
 				args = append(args, strings.ReplaceAll(a, "ENVFILE", filepath.Join(dir, "sandbox.env")))
@@ -839,7 +839,7 @@ func TestRunTearsDownOnSignal(t *testing.T) {
 			for _, sig := range teardownSignals {
 				t.Run(signalName(sig), func(t *testing.T) {
 					c := newCLIOn(t, name, "redis")
-					owner := "sig" + randomHex(3)
+					owner := "sig" + testkit.RandomHex(3)
 					cmd, stderr := c.startSbx(t.TempDir(), new(bytes.Buffer), "run", "--owner", owner, "-s", "redis", "--", "sleep", "60")
 
 					// CMD runs once its sandbox is ready: wait for both.
@@ -870,7 +870,7 @@ func TestUpRollsBackOnSignal(t *testing.T) {
 			for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
 				t.Run(signalName(sig), func(t *testing.T) {
 					c := newCLIOn(t, name, "postgres")
-					owner := "sig" + randomHex(3)
+					owner := "sig" + testkit.RandomHex(3)
 					var stdout bytes.Buffer
 					cmd, stderr := c.startSbx(t.TempDir(), &stdout, "up", "--owner", owner, "-s", "postgres")
 					// Postgres takes seconds to pass its probe: interrupt
@@ -965,7 +965,7 @@ func TestDownWithoutRuntimeLooksAtEveryRuntime(t *testing.T) {
 			name = "DockerSocketThatNeverReplies"
 		}
 		t.Run(name, func(t *testing.T) {
-			owner := "m" + randomHex(3)
+			owner := "m" + testkit.RandomHex(3)
 			c.mustSbx("up", "--owner", owner, "-s", "redis")
 			env := []string{"DOCKER_HOST=unix://" + deadSocket(t, listening)}
 			named := "docker at unix://"
@@ -991,7 +991,7 @@ func TestDownWithoutRuntimeLooksAtEveryRuntime(t *testing.T) {
 
 func TestRunUnderNohupKeepsSIGHUPIgnored(t *testing.T) {
 	c := newCLI(t, "redis")
-	owner := "nh" + randomHex(3)
+	owner := "nh" + testkit.RandomHex(3)
 	// What nohup does: SIGHUP ignored across exec.
 	args := append([]string{"-c", `trap '' HUP; exec "$0" "$@"`, binary}, c.args("run", "--owner", owner, "-s", "redis", "--", "sleep", "60")...)
 	cmd := exec.Command("sh", args...)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/janitor"
 )
 
@@ -47,7 +46,7 @@ starting CMD. Under nohup, SIGHUP stays ignored.`,
 		RunE: a.command(func(cmd *cobra.Command, args []string) error {
 			owner := pf.owner
 			if owner == "" {
-				owner = "run-" + randomHex(4)
+				owner = "run-" + ids.Hex(4)
 			}
 			opts, services, err := pf.options(a, owner)
 			if err != nil {
@@ -203,12 +202,4 @@ func (a *app) runChild(path string, args, env []string) (int, error) {
 // all the same: the terminal sends SIGHUP to its controlling process only.
 func keyboardSignal(sig syscall.Signal) bool {
 	return sig == syscall.SIGINT || sig == syscall.SIGQUIT
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return hex.EncodeToString(b)
 }

@@ -15,10 +15,10 @@ package testkit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
+
+	"github.com/roboco/sandboxer/internal/ids"
 )
 
 // RequireRuntime ends the test at once, as a skip, under -short: -short
@@ -43,8 +43,4 @@ func Context(t testing.TB, d time.Duration) context.Context {
 
 // RandomHex returns n random bytes from crypto/rand, hex-encoded (2n
 // characters): label prefixes, names and tags that no other test uses.
-func RandomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // never fails (crypto/rand, Go >= 1.24)
-	return hex.EncodeToString(b)
-}
+func RandomHex(n int) string { return ids.Hex(n) }
