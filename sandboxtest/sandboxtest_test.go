@@ -159,17 +159,13 @@ func TestSetenvExportsTheEnv(t *testing.T) {
 	assert.NotEmpty(t, os.Getenv("MYAPP_REDIS_PASSWORD"))
 }
 
-// envNoRuntime asks TestNoRuntimeChild, in a child test binary, to start a
-// sandbox where no runtime can answer, on this runtime ("auto": detected).
+// envNoRuntime, set, makes TestNoRuntimeSkipsUnlessRequired its own child
+// (in a child test binary): it starts a sandbox where no runtime can
+// answer, on this runtime ("auto": detected), and ends as StartWith ends it.
 const envNoRuntime = "SANDBOXTEST_NO_RUNTIME"
 
-// TestNoRuntimeChild is TestNoRuntimeSkipsUnlessRequired's child: it ends
-// as StartWith ends it.
-func TestNoRuntimeChild(t *testing.T) {
-	asked, ok := os.LookupEnv(envNoRuntime)
-	if !ok {
-		t.Skip("run as a child of TestNoRuntimeSkipsUnlessRequired")
-	}
+// noRuntimeChild is the child's body.
+func noRuntimeChild(t *testing.T, asked string) {
 	if asked == testenv.AnyRuntime {
 		asked = ""
 	}
@@ -184,8 +180,14 @@ func TestNoRuntimeChild(t *testing.T) {
 
 // TestNoRuntimeSkipsUnlessRequired: with no runtime, StartWith skips the
 // test, or fails it when SANDBOXER_REQUIRE lists the runtime it asked for
-// (any runtime, for auto-detection); either way with testenv's marker.
+// (any runtime, for auto-detection); either way with testenv's marker. It
+// runs itself in a child test binary, as the child, for each case.
 func TestNoRuntimeSkipsUnlessRequired(t *testing.T) {
+	if asked, ok := os.LookupEnv(envNoRuntime); ok {
+		noRuntimeChild(t, asked)
+		return
+	}
+	const self = "TestNoRuntimeSkipsUnlessRequired"
 	tests := []struct {
 		name     string
 		asked    string
@@ -200,18 +202,18 @@ func TestNoRuntimeSkipsUnlessRequired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestNoRuntimeChild$", "-test.v", "-test.count=1")
+			cmd := exec.Command(os.Args[0], "-test.run=^"+self+"$", "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), envNoRuntime+"="+tt.asked, testenv.EnvRequire+"="+tt.require)
 			out, err := cmd.Output()
-			marker := testenv.MarkerSkipped + " runtime=" + tt.asked + " test=TestNoRuntimeChild\n"
+			marker := testenv.MarkerSkipped + " runtime=" + tt.asked + " test=" + self + "\n"
 			if tt.wantFail {
 				var ee *exec.ExitError
 				require.True(t, errors.As(err, &ee), "the child test failed: %v", err)
-				assert.Contains(t, string(out), "--- FAIL: TestNoRuntimeChild")
-				marker = testenv.MarkerRequiredSkipped + " runtime=" + tt.asked + " test=TestNoRuntimeChild\n"
+				assert.Contains(t, string(out), "--- FAIL: "+self)
+				marker = testenv.MarkerRequiredSkipped + " runtime=" + tt.asked + " test=" + self + "\n"
 			} else {
 				require.NoError(t, err)
-				assert.Contains(t, string(out), "--- SKIP: TestNoRuntimeChild")
+				assert.Contains(t, string(out), "--- SKIP: "+self)
 			}
 			assert.Contains(t, string(out), marker)
 		})
