@@ -70,7 +70,7 @@ func benchProvisioner(b *testing.B, f *fakeruntime.Runtime, network string) *pro
 			b.Fatal(err)
 		}
 	}
-	p, err := provision.New(f, provision.Options{Getenv: func(string) string { return "" }, Network: network})
+	p, err := provision.New(f, provision.Options{Getenv: func(string) string { return "" }, Network: network, Readiness: provision.ReadinessExec /* the fake runs no server */})
 	if err != nil {
 		b.Fatal(err)
 	}
