@@ -44,18 +44,18 @@ func ParseReadiness(s string) (Readiness, error) {
 }
 
 // Polling of the wire check. A refused dial costs microseconds, so the
-// first attempts come quickly; the cap keeps the average wait after the
-// server is up at about half of it.
+// first attempts come quickly, and the cap, the bench baseline's own
+// cadence, keeps the average wait after the server is up at about 10 ms.
 const (
 	wireFirst = 10 * time.Millisecond
-	wireMax   = 50 * time.Millisecond
+	wireMax   = 20 * time.Millisecond
 	// reachTimeout bounds the dial that decides whether the sandbox's
 	// address answers from here: a connection or a refusal answers within
 	// a round trip; silence this long means "no route from here".
 	reachTimeout = 300 * time.Millisecond
 	// stateEvery is how often a failing wire check asks the runtime
 	// whether the sandbox still runs (an exited one fails at once).
-	stateEvery = 500 * time.Millisecond
+	stateEvery = time.Second
 )
 
 // checkPlan is how one service is judged ready, and why.
