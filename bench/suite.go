@@ -31,6 +31,10 @@ type Suite struct {
 
 	// Rounds repeats the provisioning figures (default 5).
 	Rounds int
+	// Readiness is how the provisioner judges sandboxes ready (default
+	// provision.ReadinessAuto: over the wire in host mode); the bench's
+	// -readiness exec reports the exec probe fallback.
+	Readiness provision.Readiness
 	// Owners is how many owners provision OwnersEngine at once (default
 	// 20), OwnersRounds how often (default 1).
 	Owners, OwnersRounds int
@@ -155,6 +159,7 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 		Images:      engineImages,
 		Getenv:      func(string) string { return "" },
 		OnEvent:     s.evs.record,
+		Readiness:   s.Readiness,
 	})
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ import (
 	"github.com/roboco/sandboxer/bench"
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/docker"
@@ -101,6 +102,7 @@ func main() {
 		out          = flag.String("out", filepath.Join("bench", "results"), "directory for <runtime>.md and .json")
 		timeout      = flag.Duration("timeout", 40*time.Minute, "deadline of the whole run")
 		verbose      = flag.Bool("v", false, "debug progress")
+		readiness    = flag.String("readiness", "auto", "how sandboxes are judged ready: auto (over the wire in host mode), wire or exec (the exec probe fallback; write it elsewhere with -out)")
 	)
 	flag.Parse()
 
@@ -125,12 +127,17 @@ func main() {
 		os.Exit(2)
 	}
 
+	mode, err := provision.ParseReadiness(*readiness)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxer-bench:", err)
+		os.Exit(2)
+	}
 	failed := false
 	for _, b := range chosen {
 		suite := &bench.Suite{
 			Images: images, Rounds: *rounds, Owners: *owners, OwnersRounds: *ownersRounds, OwnersEngine: *ownersEngine,
 			RealSweep: *sweep, SweepRounds: *sweepRounds, SweepEngine: *sweepEngine, FakeSweep: *fake, ImageChecks: *imageChecks,
-			Logger: logger.With("runtime", b.name),
+			Logger: logger.With("runtime", b.name), Readiness: mode,
 		}
 		rep, err := measure(ctx, b, suite)
 		if errors.Is(err, runtime.ErrUnavailable) && !explicit {
