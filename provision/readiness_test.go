@@ -220,7 +220,9 @@ func TestWireCheckStopsAtAnExitedSandbox(t *testing.T) {
 	opts.ReadyTimeout = time.Minute
 	go func() {
 		// Once the wire check polls, the sandbox crashes.
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); <-tick.C {
 			if len(eng.logins()) > 0 {
 				cs, _ := w.fake.List(context.Background(), map[string]string{keys.Owner: "roboco-agent-dies"})
 				for _, c := range cs {
