@@ -99,6 +99,7 @@ func (s *Suite) phases(sb provision.Sandbox, engine string) {
 	s.sample(figStarted(engine), ms(started.Elapsed))
 	s.sample(figReady(engine), ms(ready.Elapsed-started.Elapsed))
 	s.sample(figAttempts(engine), float64(ready.Attempts))
+	s.note(figAttempts(engine), fmt.Sprintf("readiness %s: %s", ready.Readiness, ready.ReadinessWhy))
 	e, _ := s.Registry.Lookup(engine)
 	steps := len(e.Probe(engines.Endpoint{}, engines.Credentials{}))
 	var pass time.Duration
