@@ -255,18 +255,10 @@ func TestDetect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := tt.w
-			if w.env == nil {
-				w.env = map[string]string{}
-			}
-			w.env["XDG_RUNTIME_DIR"] = "/run/user/1000"
+			w := tt.w.withUserRuntimeDir()
 			sel, err := Detect(context.Background(), w.options(tt.opts))
 			require.NotNil(t, sel)
-			var statuses []Status
-			for _, p := range sel.Probes {
-				statuses = append(statuses, p.Status)
-			}
-			assert.Equal(t, tt.wantStatus, statuses)
+			assert.Equal(t, tt.wantStatus, statusesOf(sel.Probes))
 			assert.Equal(t, tt.wantPinged, w.calls.Pinged(false))
 			if tt.wantChosen == "" {
 				require.ErrorIs(t, err, runtime.ErrUnavailable)
@@ -364,18 +356,10 @@ func TestDetectAll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := tt.w
-			if w.env == nil {
-				w.env = map[string]string{}
-			}
-			w.env["XDG_RUNTIME_DIR"] = "/run/user/1000"
+			w := tt.w.withUserRuntimeDir()
 			s, err := DetectAll(context.Background(), w.options(tt.opts))
 			require.NotNil(t, s)
-			var statuses []Status
-			for _, p := range s.Probes {
-				statuses = append(statuses, p.Status)
-			}
-			assert.Equal(t, tt.wantStatus, statuses)
+			assert.Equal(t, tt.wantStatus, statusesOf(s.Probes))
 			assert.Equal(t, tt.wantPinged, w.calls.Pinged(true))
 			var answered []string
 			for _, c := range s.Answered {
@@ -410,4 +394,25 @@ func TestDetectAllRejectsUnknownRuntime(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownRuntime)
 	assert.Nil(t, s)
 	assert.Empty(t, w.calls.Pinged(false))
+}
+
+// withUserRuntimeDir is w with XDG_RUNTIME_DIR set, as a logged-in user's
+// session has it (the rootless Podman socket's directory).
+func (w world) withUserRuntimeDir() world {
+	env := map[string]string{}
+	for k, v := range w.env {
+		env[k] = v
+	}
+	env["XDG_RUNTIME_DIR"] = "/run/user/1000"
+	w.env = env
+	return w
+}
+
+// statusesOf lists the probes' statuses, in order.
+func statusesOf(probes []Probe) []Status {
+	var out []Status
+	for _, p := range probes {
+		out = append(out, p.Status)
+	}
+	return out
 }
