@@ -78,11 +78,16 @@ func (p *Provisioner) OwnerName(ownerID string) string { return p.opts.OwnerName
 
 // call is one Provision's shared state.
 type call struct {
-	id       string // the call label's value
-	ownerID  string
-	owner    string
-	redact   redactor
-	existing map[string]runtime.Container // the owner's sandboxes before the call, by name
+	id      string // the call label's value
+	ownerID string
+	owner   string
+	redact  redactor
+	// existing is the owner's sandboxes before the call, by name; it is
+	// read only after listed is closed, and listErr says whether the list
+	// failed.
+	existing map[string]runtime.Container
+	listed   chan struct{}
+	listErr  error
 }
 
 // service is one service's work within a call.
@@ -127,16 +132,24 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 		c.redact = append(c.redact, cred.Password)
 	}
 
-	existing, err := p.rt.List(ctx, p.keys.OwnedBy(c.owner))
-	if err != nil {
-		return Sandbox{}, fmt.Errorf("provision %s: list existing sandboxes: %w", c.owner, err)
-	}
-	c.existing = make(map[string]runtime.Container, len(existing))
-	for _, x := range existing {
-		c.existing[x.Name] = x
-	}
-
 	g, gctx := errgroup.WithContext(ctx)
+	// The owner's sandboxes are listed while each service checks its image:
+	// the pre-clear needs the list, the image check does not, and one
+	// round trip less is what a provision costs beyond a bare run.
+	c.listed = make(chan struct{})
+	g.Go(func() error {
+		defer close(c.listed)
+		existing, err := p.rt.List(gctx, p.keys.OwnedBy(c.owner))
+		if err != nil {
+			c.listErr = fmt.Errorf("provision %s: list existing sandboxes: %w", c.owner, err)
+			return c.listErr
+		}
+		c.existing = make(map[string]runtime.Container, len(existing))
+		for _, x := range existing {
+			c.existing[x.Name] = x
+		}
+		return nil
+	})
 	for _, s := range svcs {
 		g.Go(func() error { return p.provisionOne(gctx, c, s) })
 	}
@@ -182,6 +195,10 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 
 	if err := p.ensureImage(ctx, c, s); err != nil {
 		return fail("pull", err, "")
+	}
+	<-c.listed // bounded: the List has ctx
+	if c.listErr != nil {
+		return c.listErr
 	}
 	if err := p.preClear(ctx, c, s); err != nil {
 		return fail("pre-clear", err, "")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -1161,4 +1162,43 @@ func TestLogsCarryNoPassword(t *testing.T) {
 	for _, pw := range passwords(sb) {
 		assert.NotContains(t, logs, pw)
 	}
+}
+
+func TestOwnerListRunsBesideTheImageChecks(t *testing.T) {
+	t.Run("concurrent", func(t *testing.T) {
+		w := newWorld(t)
+		// The List is held until an image check has arrived: a provision
+		// that listed first and checked images after would never get there.
+		imageChecked := make(chan struct{})
+		var once sync.Once
+		w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+			switch c.Verb {
+			case fakeruntime.VerbImageExists:
+				once.Do(func() { close(imageChecked) })
+			case fakeruntime.VerbList:
+				select {
+				case <-imageChecked:
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(5 * time.Second):
+					return errors.New("no image check arrived while the owner's List was in flight")
+				}
+			}
+			return nil
+		})
+		p := w.provisioner(w.options())
+		_, err := p.Provision(ctxT(t), "lst", []string{"redis"})
+		require.NoError(t, err)
+	})
+	t.Run("a failed list fails the provision and leaves nothing", func(t *testing.T) {
+		w := newWorld(t)
+		boom := errors.New("list refused")
+		w.fake.Fail(fakeruntime.VerbList, "", boom)
+		p := w.provisioner(w.options())
+		_, err := p.Provision(ctxT(t), "lsf", []string{"postgres", "redis"})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, boom)
+		assert.Contains(t, err.Error(), "list existing sandboxes")
+		assert.Empty(t, w.fake.Containers(), "nothing was run")
+	})
 }
