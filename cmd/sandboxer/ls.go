@@ -135,7 +135,7 @@ func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 		State:           c.State,
 		Created:         c.Created,
 		Runtime:         on.label,
-		RuntimeEndpoint: on.Endpoint,
+		RuntimeEndpoint: on.Shown(),
 	}
 	if pid, err := strconv.Atoi(c.Labels[keys.OwnerPID]); err == nil {
 		l.OwnerPID = pid

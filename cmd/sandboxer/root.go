@@ -272,7 +272,7 @@ func (a *app) connect(ctx context.Context) (runtime.ContainerRuntime, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.log.Debug("runtime chosen", "runtime", sel.Chosen.Runtime, "endpoint", sel.Chosen.Endpoint, "version", sel.Chosen.Info.Version, "reason", sel.Reason)
+	a.log.Debug("runtime chosen", "runtime", sel.Chosen.Runtime, "endpoint", sel.Chosen.Shown(), "version", sel.Chosen.Info.Version, "reason", sel.Reason)
 	return sel.Runtime, nil
 }
 
