@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -321,6 +322,39 @@ func TestOwnerIDRefusedBeforeAnyPullOnEveryRuntime(t *testing.T) {
 				s := c.runWith([]string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, c.args("--image", "redis=127.0.0.1:9/sandboxer/never-pulled:0", "spawn", "--owner", id, "--services-json", `["redis"]`)...)
 				assert.Equal(t, ExitUsage, s.code, s.stderr)
 			}
+			assert.Empty(t, c.containers())
+		})
+	}
+}
+
+// TestSpawnOnEveryRuntime: without --env-file the report carries the env,
+// and a real client on the host logs in with it, on every runtime.
+func TestSpawnOnEveryRuntime(t *testing.T) {
+	for _, name := range testruntimes.Names {
+		t.Run(name, func(t *testing.T) {
+			c := newCLIOn(t, name, "redis")
+			id := "e" + testkit.RandomHex(3)
+			r := c.runWith([]string{"ROBOCO_SANDBOX_DB_ENABLED=on"}, c.args("spawn", "--owner", id, "--services-json", `["redis"]`)...)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			var rep struct {
+				Status string `json:"status"`
+				Env    []struct {
+					Name  string `json:"name"`
+					Value string `json:"value"`
+				} `json:"env"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+			assert.Equal(t, "provisioned", rep.Status)
+			env := map[string]string{}
+			for _, v := range rep.Env {
+				env[v.Name] = v.Value
+			}
+			url := env[engines.Default.URLName("redis", "ROBOCO_TEST")]
+			require.NotEmpty(t, url, "the report's env: %v", rep.Env)
+			_, err := engines.Default.Login(testkit.Context(t, time.Minute), "redis", url)
+			require.NoError(t, err, "go-redis logs in with the report's env")
+			assert.NotContains(t, r.stderr, env["ROBOCO_TEST_REDIS_PASSWORD"], "no password in logs")
+			c.mustSbx("down", "--owner", id)
 			assert.Empty(t, c.containers())
 		})
 	}
