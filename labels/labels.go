@@ -33,20 +33,21 @@ const DefaultPrefix = "roboco"
 const SandboxValue = "1"
 
 // PrefixRule says which prefixes ValidatePrefix accepts, for messages.
-const PrefixRule = "must be 1..32 lower-case letters, digits, '.' or '-', starting and ending with a letter or digit"
+const PrefixRule = "must be 1..32 lower-case letters and digits, with single '.' or '-' between them (not first, last or twice in a row)"
 
 // ErrInvalidPrefix is the kind of ValidatePrefix's errors (errors.Is).
 var ErrInvalidPrefix = errors.New("invalid label prefix")
 
 // prefixRE keeps every key a valid label key on every runtime and every
-// name derived from the prefix a valid container name.
-var prefixRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,30}[a-z0-9])?$`)
+// name derived from the prefix a valid container name on every runtime
+// (containerd's identifiers refuse a doubled separator: "a..b-sandbox-…").
+var prefixRE = regexp.MustCompile(`^[a-z0-9]+(?:[.-][a-z0-9]+)*$`)
 
 // ValidatePrefix reports whether prefix can prefix label keys and
 // container names (PrefixRule). The empty prefix is not valid: a caller
 // that defaults it does so before asking.
 func ValidatePrefix(prefix string) error {
-	if !prefixRE.MatchString(prefix) {
+	if len(prefix) > 32 || !prefixRE.MatchString(prefix) {
 		return fmt.Errorf("%w %q: %s", ErrInvalidPrefix, prefix, PrefixRule)
 	}
 	return nil

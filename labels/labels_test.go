@@ -65,6 +65,8 @@ func TestValidatePrefix(t *testing.T) {
 		{"LeadingDash", "-roboco", false},
 		{"TrailingDot", "roboco.", false},
 		{"Space", "rob oco", false},
+		{"DoubledDot", "rob..oco", false},
+		{"DotDash", "rob.-oco", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,12 +2,37 @@ package provision
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
+
+	"github.com/roboco/sandboxer/engines"
 )
 
-// EnvEnabled is the master switch orchestrators read: sandboxes are
-// provisioned for a spawn only when it is on. It is off by default.
-const EnvEnabled = "ROBOCO_SANDBOX_DB_ENABLED"
+// DefaultSwitchPrefix prefixes the master switch's name when no other
+// prefix is given: ROBOCO_SANDBOX_DB_ENABLED.
+const DefaultSwitchPrefix = "ROBOCO"
+
+// SwitchSuffix follows the switch prefix in the master switch's name.
+const SwitchSuffix = "_SANDBOX_DB_ENABLED"
+
+// EnvEnabled is the master switch orchestrators read under the default
+// prefix: sandboxes are provisioned for a spawn only when it is on. It is
+// off by default.
+const EnvEnabled = DefaultSwitchPrefix + SwitchSuffix
+
+// SwitchName is the master switch's name under prefix ("" : the default):
+// <prefix>_SANDBOX_DB_ENABLED. A prefix follows the env prefix's rule
+// (upper-case letters, digits and '_', starting with a letter); an invalid
+// one is an ErrInvalid error.
+func SwitchName(prefix string) (string, error) {
+	if prefix == "" {
+		prefix = DefaultSwitchPrefix
+	}
+	if !envPrefixRE.MatchString(prefix) {
+		return "", invalid("switch prefix", prefix, "must be upper-case letters, digits and '_', starting with a letter")
+	}
+	return prefix + SwitchSuffix, nil
+}
 
 // Gate decides what a spawn gets: nothing unless the master switch is on
 // and the project lists services.
@@ -18,31 +43,69 @@ type Gate struct {
 	Services []string
 }
 
-// GateFromEnv reads the master switch from getenv(EnvEnabled) (unset or
-// empty: off) for a project's service list. A switch value that is not a
-// recognisable boolean is an ErrInvalid error naming it.
+// NotParticipating says why a gate lets a spawn through untouched.
+type NotParticipating string
+
+// Why a spawn does not participate.
+const (
+	// SwitchOff: the master switch is off (unset, empty or false).
+	SwitchOff NotParticipating = "switch_off"
+	// NoServices: the project lists no services (absent, null, [] or "").
+	NoServices NotParticipating = "no_services"
+)
+
+// GateFromEnv reads the master switch EnvEnabled from getenv for a
+// project's service list (GateFromEnvNamed with the default name).
 func GateFromEnv(getenv func(string) string, projectServices []string) (Gate, error) {
-	on, err := ParseSwitch(getenv(EnvEnabled))
+	return GateFromEnvNamed(getenv, EnvEnabled, projectServices)
+}
+
+// GateFromEnvNamed reads the master switch called name from getenv (unset
+// or empty: off) for a project's service list. A project that lists no
+// services does not participate whatever the switch says, so a switch
+// value that is not a recognisable boolean refuses only the spawns of
+// projects that list services: an ErrInvalid error naming it.
+func GateFromEnvNamed(getenv func(string) string, name string, projectServices []string) (Gate, error) {
+	on, err := ParseSwitchNamed(name, getenv(name))
+	if len(projectServices) == 0 {
+		return Gate{Enabled: on && err == nil}, nil
+	}
 	if err != nil {
 		return Gate{}, err
 	}
 	return Gate{Enabled: on, Services: projectServices}, nil
 }
 
-// ParseSwitch reads an on/off value: 1, true, yes, on / 0, false, no, off,
-// or empty (off), in any case.
-func ParseSwitch(v string) (bool, error) {
+// ParseSwitch reads an on/off value of EnvEnabled: 1, true, yes, on /
+// 0, false, no, off, or empty (off), in any case.
+func ParseSwitch(v string) (bool, error) { return ParseSwitchNamed(EnvEnabled, v) }
+
+// ParseSwitchNamed is ParseSwitch for the switch called name, which its
+// error names.
+func ParseSwitchNamed(name, v string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "1", "true", "yes", "on":
 		return true, nil
 	case "", "0", "false", "no", "off":
 		return false, nil
 	}
-	return false, invalid(EnvEnabled, v, "want true or false")
+	return false, invalid(name, v, "want true or false (1, yes, on / 0, no, off)")
 }
 
 // Active reports whether the gate lets the spawn have sandboxes.
 func (g Gate) Active() bool { return g.Enabled && len(g.Services) > 0 }
+
+// Why says why an inactive gate lets the spawn through untouched ("" when
+// it is active).
+func (g Gate) Why() NotParticipating {
+	switch {
+	case len(g.Services) == 0:
+		return NoServices
+	case !g.Enabled:
+		return SwitchOff
+	}
+	return ""
+}
 
 // Spawn provisions what the gate allows for ownerID. When the gate is off
 // or the list is empty it returns an empty Sandbox (no containers, no env)
@@ -53,4 +116,39 @@ func (p *Provisioner) Spawn(ctx context.Context, ownerID string, g Gate) (Sandbo
 		return Sandbox{}, nil
 	}
 	return p.Provision(ctx, ownerID, g.Services)
+}
+
+// ParseServiceList reads a project's service list as orchestrators store
+// it: a JSON list of names (["postgres","redis"]), or null, [] or nothing
+// at all (blank) for a project without sandboxes, which returns nil. It
+// checks the JSON shape only (a list of strings); ValidateServices checks
+// the names. Errors match ErrInvalid.
+func ParseServiceList(data string) ([]string, error) {
+	data = strings.TrimSpace(data)
+	if data == "" {
+		return nil, nil
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(data), &list); err != nil {
+		return nil, invalid("service list", data, "want a JSON list of service names such as [\"postgres\",\"redis\"], null or []")
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	return list, nil
+}
+
+// CheckServiceList validates a project's stored service list on its own,
+// as ParseServiceList reads it and ValidateServices checks it, so that a
+// typo is caught when the project is configured, not when the switch is
+// turned on. An empty list is valid (the project does not participate).
+func CheckServiceList(reg *engines.Registry, data string) ([]string, error) {
+	list, err := ParseServiceList(data)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	if _, err := ValidateServices(reg, list); err != nil {
+		return nil, err
+	}
+	return list, nil
 }

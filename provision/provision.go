@@ -110,7 +110,10 @@ type service struct {
 // parallel; the result lists them in registry order whatever order they
 // were asked in.
 func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []string) (Sandbox, error) {
-	engs, err := Validate(p.opts.Registry, ownerID, services)
+	if err := p.opts.ValidateOwnerID(ownerID); err != nil {
+		return Sandbox{}, err
+	}
+	engs, err := ValidateServices(p.opts.Registry, services)
 	if err != nil {
 		return Sandbox{}, err
 	}
@@ -409,29 +412,32 @@ func usable(ip string) string {
 	return ip
 }
 
-// published is the host address of the sandbox's published port.
+// published is the host address of the sandbox's published port. The
+// port was asked for on runtime.DefaultHostIP: a binding the runtime
+// reports on any other address (0.0.0.0, an interface's own) is an
+// runtime.ErrExposed error, never taken for 127.0.0.1, and the call rolls
+// back.
 func (p *Provisioner) published(ctx context.Context, ctr runtime.Container, port int) (engines.Endpoint, error) {
-	find := func(ctr runtime.Container) (engines.Endpoint, bool) {
+	find := func(ctr runtime.Container) (engines.Endpoint, bool, error) {
+		if err := runtime.CheckLoopback(ctr.Ports, port); err != nil {
+			return engines.Endpoint{}, false, err
+		}
 		for _, b := range ctr.Ports {
 			if b.ContainerPort == port && b.HostPort != 0 && (b.Protocol == "" || b.Protocol == "tcp") {
-				host := b.HostIP
-				if host == "" || net.ParseIP(host).IsUnspecified() {
-					host = runtime.DefaultHostIP
-				}
-				return engines.Endpoint{Host: host, Port: b.HostPort}, true
+				return engines.Endpoint{Host: b.HostIP, Port: b.HostPort}, true, nil
 			}
 		}
-		return engines.Endpoint{}, false
+		return engines.Endpoint{}, false, nil
 	}
-	if ep, ok := find(ctr); ok {
-		return ep, nil
+	if ep, ok, err := find(ctr); ok || err != nil {
+		return ep, err
 	}
 	ctr, err := p.rt.Inspect(ctx, ctr.ID)
 	if err != nil {
 		return engines.Endpoint{}, err
 	}
-	if ep, ok := find(ctr); ok {
-		return ep, nil
+	if ep, ok, err := find(ctr); ok || err != nil {
+		return ep, err
 	}
 	return engines.Endpoint{}, fmt.Errorf("port %d/tcp is not published", port)
 }

@@ -2,6 +2,7 @@ package provision_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +35,10 @@ func TestValidation(t *testing.T) {
 		want     []string // substrings of the error
 	}{
 		{"EmptyOwner", "", []string{"postgres"}, []string{`owner id ""`}},
-		{"OwnerTooLong", strings.Repeat("a", 65), []string{"postgres"}, []string{"owner id", "1..64"}},
+		{"OwnerTooLong", strings.Repeat("a", 56), []string{"postgres"}, []string{"owner id", "1..55", `"roboco-sandbox-redis-` + strings.Repeat("a", 56) + `"`}},
+		{"OwnerEndsWithDash", "42-", []string{"postgres"}, []string{`"42-"`}},
+		{"OwnerDoubleSeparator", "a..b", []string{"postgres"}, []string{`"a..b"`, "twice in a row"}},
+		{"OwnerDashUnderscore", "a-_b", []string{"postgres"}, []string{`"a-_b"`}},
 		{"OwnerStartsWithDash", "-42", []string{"postgres"}, []string{`"-42"`}},
 		{"OwnerStartsWithDot", ".42", []string{"postgres"}, []string{`".42"`}},
 		{"OwnerWithSlash", "a/b", []string{"postgres"}, []string{`"a/b"`}},
@@ -65,7 +69,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestValidationAccepts(t *testing.T) {
-	for _, owner := range []string{"42", "a", "A-b_c.d", strings.Repeat("z", 64), "9abc"} {
+	for _, owner := range []string{"42", "a", "A-b_c.d", strings.Repeat("z", 55), "9abc"} {
 		_, err := provision.Validate(engines.Default, owner, []string{"mongo", "postgres"})
 		assert.NoError(t, err, owner)
 	}
@@ -76,6 +80,30 @@ func TestValidationAccepts(t *testing.T) {
 		names = append(names, e.Spec().Name)
 	}
 	assert.Equal(t, []string{"postgres", "redis", "mongo"}, names, "registry order, whatever the asked order")
+}
+
+// TestOwnerIDLengthFollowsTheNameRule: the longest owner id is what the
+// longest sandbox name leaves of the runtimes' name limit, whatever the
+// prefix.
+func TestOwnerIDLengthFollowsTheNameRule(t *testing.T) {
+	for _, prefix := range []string{"", "roboco", "h9t0123abcd", strings.Repeat("p", 32)} {
+		t.Run("prefix="+prefix, func(t *testing.T) {
+			o := provision.Options{LabelPrefix: prefix}
+			max := o.MaxOwnerIDLength()
+			longest := ""
+			for _, e := range engines.Default.All() {
+				if n := provision.ContainerName(cmp.Or(prefix, "roboco"), e.Spec().Short, strings.Repeat("i", max)); len(n) > len(longest) {
+					longest = n
+				}
+			}
+			assert.Len(t, longest, runtime.MaxNameLength, "the longest sandbox name is exactly at the limit")
+			assert.NoError(t, o.ValidateOwnerID(strings.Repeat("i", max)))
+			err := o.ValidateOwnerID(strings.Repeat("i", max+1))
+			assert.ErrorIs(t, err, provision.ErrInvalid)
+			assert.ErrorIs(t, err, runtime.ErrInvalid, "the rule is the port's")
+		})
+	}
+	assert.Equal(t, 55, provision.Options{}.MaxOwnerIDLength(), "the default prefix: 76 - len(\"roboco-sandbox-redis-\")")
 }
 
 func TestOptionsValidation(t *testing.T) {
@@ -1050,13 +1078,17 @@ func TestGate(t *testing.T) {
 		services []string
 		wantErr  string
 		wantN    int
+		why      provision.NotParticipating
 	}{
-		{"SwitchUnsetIsOff", "", []string{"postgres"}, "", 0},
-		{"SwitchOff", "false", []string{"postgres", "redis"}, "", 0},
-		{"OnWithEmptyList", "true", nil, "", 0},
-		{"OnWithList", "1", []string{"redis", "postgres"}, "", 2},
-		{"OnWithUnknownService", "yes", []string{"postgres", "cassandra"}, `"cassandra"`, 0},
-		{"BadSwitchValue", "maybe", []string{"postgres"}, `"maybe"`, 0},
+		{"SwitchUnsetIsOff", "", []string{"postgres"}, "", 0, provision.SwitchOff},
+		{"SwitchOff", "false", []string{"postgres", "redis"}, "", 0, provision.SwitchOff},
+		{"OnWithEmptyList", "true", nil, "", 0, provision.NoServices},
+		{"OnWithList", "1", []string{"redis", "postgres"}, "", 2, ""},
+		{"OnWithUnknownService", "yes", []string{"postgres", "cassandra"}, `"cassandra"`, 0, ""},
+		{"BadSwitchValue", "maybe", []string{"postgres"}, `"maybe"`, 0, ""},
+		// A project without services is never refused for the switch.
+		{"BadSwitchValueWithoutServices", "maybe", nil, "", 0, provision.NoServices},
+		{"BadSwitchValueWithEmptyList", "maybe", []string{}, "", 0, provision.NoServices},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1071,6 +1103,7 @@ func TestGate(t *testing.T) {
 			g, err := provision.GateFromEnv(getenv, tt.services)
 			var sb provision.Sandbox
 			if err == nil {
+				assert.Equal(t, tt.why, g.Why())
 				sb, err = p.Spawn(ctxT(t), "g1", g)
 			}
 			if tt.wantErr != "" {
@@ -1086,6 +1119,53 @@ func TestGate(t *testing.T) {
 				assert.Empty(t, sb.Env, "no env at all")
 				assert.Zero(t, w.totalCalls(), "the spawn is untouched: the runtime is not even asked")
 			}
+		})
+	}
+}
+
+func TestSwitchName(t *testing.T) {
+	name, err := provision.SwitchName("")
+	require.NoError(t, err)
+	assert.Equal(t, provision.EnvEnabled, name)
+	assert.Equal(t, "ROBOCO_SANDBOX_DB_ENABLED", name)
+	name, err = provision.SwitchName("ACME")
+	require.NoError(t, err)
+	assert.Equal(t, "ACME_SANDBOX_DB_ENABLED", name)
+	_, err = provision.SwitchName("acme")
+	assert.ErrorIs(t, err, provision.ErrInvalid)
+	_, err = provision.ParseSwitchNamed("ACME_SANDBOX_DB_ENABLED", "maybe")
+	assert.ErrorContains(t, err, `ACME_SANDBOX_DB_ENABLED "maybe"`)
+}
+
+func TestCheckServiceList(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    string
+		want    []string
+		wantErr string
+	}{
+		{"Trio", `["postgres","redis","mongo"]`, []string{"postgres", "redis", "mongo"}, ""},
+		{"Spaces", ` [ "redis" ] `, []string{"redis"}, ""},
+		{"Null", `null`, nil, ""},
+		{"EmptyList", `[]`, nil, ""},
+		{"Blank", "  ", nil, ""},
+		{"Typo", `["postgress"]`, nil, `invalid service "postgress": unknown service; valid services: postgres, redis, mongo`},
+		{"Twice", `["redis","redis"]`, nil, `"redis": listed twice`},
+		{"NotAList", `"postgres"`, nil, "want a JSON list"},
+		{"CommaSeparated", `postgres,redis`, nil, "want a JSON list"},
+		{"NotStrings", `[1,2]`, nil, "want a JSON list"},
+		{"Object", `{"services":["redis"]}`, nil, "want a JSON list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := provision.CheckServiceList(engines.Default, tt.data)
+			if tt.wantErr != "" {
+				assert.ErrorIs(t, err, provision.ErrInvalid)
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }

@@ -21,8 +21,8 @@ import (
 // succeeds and removes nothing. It returns the sandboxes it removed; a
 // failure on one does not stop the others.
 func (p *Provisioner) Teardown(ctx context.Context, ownerID string) ([]runtime.Container, error) {
-	if !ownerIDRE.MatchString(ownerID) {
-		return nil, invalid("owner id", ownerID, "want 1..64 letters, digits, '_', '.' or '-', starting with a letter or digit")
+	if err := p.opts.ValidateOwnerID(ownerID); err != nil {
+		return nil, err
 	}
 	owner := p.opts.OwnerName(ownerID)
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)

@@ -82,6 +82,7 @@ func goTool() string {
 // that prefix left on that runtime when the test ends.
 type cli struct {
 	t       *testing.T
+	own     testruntimes.Runtime // the runtime, for its own CLI
 	rt      runtime.ContainerRuntime
 	runtime string // the runtime's name, as --runtime takes it
 	prefix  string
@@ -111,7 +112,7 @@ func newCLIOn(t *testing.T, name string, services ...string) *cli {
 	for _, s := range services {
 		testkit.Image(t, r.RT, s)
 	}
-	c := &cli{t: t, rt: r.RT, runtime: r.Name, prefix: "h9t" + testkit.RandomHex(4)}
+	c := &cli{t: t, own: r, rt: r.RT, runtime: r.Name, prefix: "h9t" + testkit.RandomHex(4)}
 	t.Cleanup(c.removeAll)
 	return c
 }

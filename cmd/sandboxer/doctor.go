@@ -111,7 +111,7 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 		}}
 	for _, p := range sel.Probes {
 		c := candidateJSON{
-			Runtime: p.Runtime, Endpoint: p.Endpoint, Namespace: p.Namespace, Source: p.Source,
+			Runtime: p.Runtime, Endpoint: p.Shown(), Namespace: p.Namespace, Source: p.Source,
 			Status: string(p.Status), Detail: p.Describe(), ElapsedMillis: p.Elapsed.Milliseconds(),
 		}
 		if p.Status == detect.StatusAnswered {
@@ -122,7 +122,7 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 			cc := c
 			rep.Chosen = &cc
 		} else if p.Status == detect.StatusAnswered {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s at %s also answered; choose it with --runtime %s", p.Runtime, p.Endpoint, p.Runtime))
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s at %s also answered; choose it with --runtime %s", p.Runtime, p.Shown(), p.Runtime))
 		}
 		rep.Candidates = append(rep.Candidates, c)
 	}

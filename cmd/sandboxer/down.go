@@ -36,7 +36,7 @@ print the names removed. Tearing down an owner with nothing is not an error.
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			if _, err := provision.Validate(a.registry, owner, a.registry.Names()); err != nil {
+			if err := opts.ValidateOwnerID(owner); err != nil {
 				return err
 			}
 			ctx := cmd.Context()

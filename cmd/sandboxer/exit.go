@@ -23,14 +23,16 @@ const (
 	// output file that could not be written, ...).
 	ExitFailure = 1
 	// ExitUsage: bad flags, arguments or input (unknown service, bad
-	// owner id, bad image override). Nothing was started.
+	// owner id, bad image override; for spawn, a switch value that is not
+	// a boolean while the project lists services). Nothing was started.
 	ExitUsage = 2
 	// ExitUnavailable: no container runtime answered (or not the one asked
 	// for): nothing was started. For down, ls and gc without --runtime,
 	// also: a present runtime did not answer (they acted on the others).
 	ExitUnavailable = 3
-	// ExitProvision: provisioning failed (image, run or readiness); what the
-	// call had started was rolled back.
+	// ExitProvision: provisioning failed (image, run, readiness, or a port
+	// published beyond loopback); what the call had started was rolled
+	// back.
 	ExitProvision = 4
 	// ExitCannotExec and ExitNotFound: `run` could not start its command
 	// (not executable, not found), as sh(1) reports them.
@@ -53,7 +55,9 @@ const exitCodesHelp = `Exit codes:
   127  run: CMD not found
   128+n  interrupted by signal n (129 SIGHUP, 130 SIGINT, 131 SIGQUIT,
          143 SIGTERM), after rollback or teardown
-  run: otherwise CMD's own exit status (128+n when CMD was killed by signal n)`
+  run: otherwise CMD's own exit status (128+n when CMD was killed by signal n)
+  spawn: 0 when provisioned and when not participating (switch off, no
+       services): its JSON report's "status" tells them apart`
 
 // usageError is an input error: exit code ExitUsage.
 type usageError struct{ err error }

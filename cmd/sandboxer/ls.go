@@ -17,7 +17,6 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/labels"
-	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -35,6 +34,10 @@ type listed struct {
 	Created    time.Time         `json:"created"`
 	AgeSeconds int64             `json:"age_seconds"`
 	Endpoint   *engines.Endpoint `json:"endpoint"`
+	// Exposed: a port is published beyond loopback (0.0.0.0, an
+	// interface's own address), where every host interface reaches it;
+	// Endpoint then shows the address as the runtime reported it.
+	Exposed bool `json:"exposed,omitempty"`
 	// Runtime is the runtime the sandbox is on, as the RUNTIME column
 	// names it ("docker"; with the candidate's source when two answering
 	// runtimes share a name), and RuntimeEndpoint where it answered.
@@ -53,7 +56,10 @@ func (a *app) lsCmd() *cobra.Command {
 		Long: `List the sandboxes of this label prefix (all owners, or one with --owner):
 name, engine, owner, state, age, the endpoint consumers connect to (the
 published port on the host, else the address on the container's network)
-and the runtime the sandbox is on.
+and the runtime the sandbox is on. A port published beyond loopback
+(0.0.0.0 or an interface's address, which sandboxer never asks for) is shown
+as the runtime reports it, marked (EXPOSED) (JSON "exposed": true), with a
+warning on stderr.
 
 ` + lookRuleHelp,
 		Args: cobra.NoArgs,
@@ -72,7 +78,7 @@ and the runtime the sandbox is on.
 			keys := labels.For(a.labelPrefix)
 			selector := keys.Sandboxes()
 			if owner != "" {
-				if _, err := provision.Validate(a.registry, owner, a.registry.Names()); err != nil {
+				if err := opts.ValidateOwnerID(owner); err != nil {
 					return err
 				}
 				selector[keys.Owner] = opts.OwnerName(owner)
@@ -104,6 +110,11 @@ and the runtime the sandbox is on.
 				}
 			}
 			slices.SortFunc(rows, func(x, y listed) int { return strings.Compare(x.Name, y.Name) })
+			for _, r := range rows {
+				if r.Exposed {
+					a.log.Warn("sandbox published beyond loopback: other hosts may reach it", "name", r.Name, "runtime", r.Runtime)
+				}
+			}
 			if format == "json" {
 				err = writeJSON(a.io.Out, rows)
 			} else {
@@ -135,7 +146,7 @@ func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 		State:           c.State,
 		Created:         c.Created,
 		Runtime:         on.label,
-		RuntimeEndpoint: on.Endpoint,
+		RuntimeEndpoint: on.Shown(),
 	}
 	if pid, err := strconv.Atoi(c.Labels[keys.OwnerPID]); err == nil {
 		l.OwnerPID = pid
@@ -147,11 +158,12 @@ func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 	if e, ok := a.registry.Lookup(engine); ok {
 		port = e.Spec().Port
 	}
+	l.Exposed = runtime.CheckLoopback(c.Ports, 0) != nil
 	for _, b := range c.Ports {
 		if (port == 0 || b.ContainerPort == port) && b.HostPort != 0 && (b.Protocol == "" || b.Protocol == "tcp") {
 			host := b.HostIP
-			if host == "" || net.ParseIP(host).IsUnspecified() {
-				host = runtime.DefaultHostIP
+			if host == "" {
+				host = "0.0.0.0" // Docker and Podman: every interface
 			}
 			l.Endpoint = &engines.Endpoint{Host: host, Port: b.HostPort}
 			return l
@@ -182,6 +194,9 @@ func writeTable(w io.Writer, rows []listed) error {
 		ep := "-"
 		if r.Endpoint != nil {
 			ep = net.JoinHostPort(r.Endpoint.Host, strconv.Itoa(r.Endpoint.Port))
+		}
+		if r.Exposed {
+			ep += " (EXPOSED)"
 		}
 		engine := r.Engine
 		if engine == "" {

@@ -181,7 +181,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 
-	root.AddCommand(a.upCmd(), a.downCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd())
+	root.AddCommand(a.upCmd(), a.spawnCmd(), a.downCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd())
 	return root
 }
 
@@ -272,7 +272,7 @@ func (a *app) connect(ctx context.Context) (runtime.ContainerRuntime, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.log.Debug("runtime chosen", "runtime", sel.Chosen.Runtime, "endpoint", sel.Chosen.Endpoint, "version", sel.Chosen.Info.Version, "reason", sel.Reason)
+	a.log.Debug("runtime chosen", "runtime", sel.Chosen.Runtime, "endpoint", sel.Chosen.Shown(), "version", sel.Chosen.Info.Version, "reason", sel.Reason)
 	return sel.Runtime, nil
 }
 

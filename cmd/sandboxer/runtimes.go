@@ -66,7 +66,7 @@ func (a *app) lookAt(ctx context.Context) (*looked, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.log.Debug("runtime chosen", "runtime", sel.Chosen.Runtime, "endpoint", sel.Chosen.Endpoint, "reason", sel.Reason)
+		a.log.Debug("runtime chosen", "runtime", sel.Chosen.Runtime, "endpoint", sel.Chosen.Shown(), "reason", sel.Reason)
 		t := target{Connected: detect.Connected{Probe: sel.Chosen, RT: sel.Runtime}, label: sel.Chosen.Runtime}
 		return &looked{targets: []target{t}, release: func() { sel.Runtime.Close() }}, nil
 	}
@@ -83,7 +83,7 @@ func (a *app) lookAt(ctx context.Context) (*looked, error) {
 		l.missing = fmt.Errorf("%w: what it holds was not looked at (name a runtime with --runtime to look at that one only)", err)
 	}
 	for _, t := range l.targets {
-		a.log.Debug("looking at runtime", "runtime", t.Runtime, "endpoint", t.Endpoint, "source", t.Source)
+		a.log.Debug("looking at runtime", "runtime", t.Runtime, "endpoint", t.Shown(), "source", t.Source)
 	}
 	return l, nil
 }

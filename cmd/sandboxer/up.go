@@ -30,9 +30,15 @@ type provisionFlags struct {
 }
 
 func (pf *provisionFlags) add(cmd *cobra.Command, ownerHelp string) {
+	cmd.Flags().StringSliceVarP(&pf.services, "services", "s", nil, "services to provision, comma-separated: postgres, redis, mongo")
+	pf.addOwnerAndDeadlines(cmd, ownerHelp)
+}
+
+// addOwnerAndDeadlines adds the flags but --services (spawn reads its list
+// as JSON).
+func (pf *provisionFlags) addOwnerAndDeadlines(cmd *cobra.Command, ownerHelp string) {
 	f := cmd.Flags()
 	ownerFlags(f, &pf.owner, &pf.ownerTemplate, ownerHelp)
-	f.StringSliceVarP(&pf.services, "services", "s", nil, "services to provision, comma-separated: postgres, redis, mongo")
 	f.DurationVar(&pf.readyTimeout, "ready-timeout", 0, "readiness deadline per service (default: each engine's own)")
 	f.DurationVar(&pf.pullTimeout, "pull-timeout", provision.DefaultPullTimeout, "deadline of each image pull")
 }
@@ -40,24 +46,38 @@ func (pf *provisionFlags) add(cmd *cobra.Command, ownerHelp string) {
 // options checks the flags and returns the provisioner options and the
 // service list; nothing is contacted.
 func (pf *provisionFlags) options(a *app, ownerID string) (provision.Options, []string, error) {
-	if err := durationFlag("ready-timeout", pf.readyTimeout); err != nil {
-		return provision.Options{}, nil, err
-	}
-	if err := durationFlag("pull-timeout", pf.pullTimeout); err != nil {
+	opts, err := pf.optionsFor(a, ownerID)
+	if err != nil {
 		return provision.Options{}, nil, err
 	}
 	services := provision.ParseServices(strings.Join(pf.services, ","))
-	if _, err := provision.Validate(a.registry, ownerID, services); err != nil {
+	if _, err := provision.ValidateServices(a.registry, services); err != nil {
 		return provision.Options{}, nil, err
+	}
+	return opts, services, nil
+}
+
+// optionsFor checks the flags but the service list, and the owner id
+// under the label prefix, and returns the provisioner options; nothing is
+// contacted.
+func (pf *provisionFlags) optionsFor(a *app, ownerID string) (provision.Options, error) {
+	if err := durationFlag("ready-timeout", pf.readyTimeout); err != nil {
+		return provision.Options{}, err
+	}
+	if err := durationFlag("pull-timeout", pf.pullTimeout); err != nil {
+		return provision.Options{}, err
 	}
 	opts := a.provisionOptions()
 	opts.OwnerTemplate = pf.ownerTemplate
 	opts.ReadyTimeout = pf.readyTimeout
 	opts.PullTimeout = pf.pullTimeout
 	if err := opts.Validate(); err != nil {
-		return provision.Options{}, nil, err
+		return provision.Options{}, err
 	}
-	return opts, services, nil
+	if err := opts.ValidateOwnerID(ownerID); err != nil {
+		return provision.Options{}, err
+	}
+	return opts, nil
 }
 
 // provision provisions on rt with pull progress on stderr.

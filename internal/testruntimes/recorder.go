@@ -17,6 +17,12 @@ import (
 type Recorder struct {
 	runtime.ContainerRuntime
 
+	// PublishOn, when set, replaces the host IP of every port Run is asked
+	// to publish, as a runtime that publishes beyond what it was asked
+	// (0.0.0.0 for 127.0.0.1) would: the real runtime then really
+	// publishes there.
+	PublishOn string
+
 	mu     sync.Mutex
 	runs   []string
 	pws    []string
@@ -24,12 +30,19 @@ type Recorder struct {
 	nexecs map[string]int    // by container name
 }
 
-// Run records spec's name and passwords, then runs it.
+// Run records spec's name and passwords, then runs it (with its ports'
+// host IP replaced by PublishOn, when set).
 func (r *Recorder) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
 	r.mu.Lock()
 	r.runs = append(r.runs, spec.Name)
 	r.pws = append(r.pws, passwordsOf(spec)...)
 	r.mu.Unlock()
+	if r.PublishOn != "" {
+		spec.Ports = slices.Clone(spec.Ports)
+		for i := range spec.Ports {
+			spec.Ports[i].HostIP = r.PublishOn
+		}
+	}
 	c, err := r.ContainerRuntime.Run(ctx, spec)
 	if err == nil {
 		r.mu.Lock()

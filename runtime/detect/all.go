@@ -82,7 +82,7 @@ func DetectAll(ctx context.Context, opts Options) (*Survey, error) {
 	}
 	g.Wait() // the goroutines report through Probes, never an error
 	for i, p := range s.Probes {
-		opts.Logger.Debug("runtime candidate", "runtime", p.Runtime, "endpoint", p.Endpoint, "source", p.Source, "status", string(p.Status), "detail", p.Describe())
+		opts.Logger.Debug("runtime candidate", "runtime", p.Runtime, "endpoint", p.Shown(), "source", p.Source, "status", string(p.Status), "detail", p.Describe())
 		if rts[i] != nil {
 			s.Answered = append(s.Answered, Connected{Probe: p, RT: rts[i]})
 		}

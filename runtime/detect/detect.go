@@ -109,7 +109,8 @@ type Candidate struct {
 	Runtime string
 	// Endpoint is the address, as the adapter takes it
 	// ("unix:///var/run/docker.sock", "tcp://...", or a socket path for
-	// containerd).
+	// containerd). It may carry credentials (ssh://user:secret@host):
+	// messages, logs and doctor show it as Shown does.
 	Endpoint string
 	// Namespace is the containerd namespace ("" : the adapter's default).
 	Namespace string
@@ -121,9 +122,14 @@ type Candidate struct {
 	Socket string
 }
 
-// String renders "docker at unix:///var/run/docker.sock (DOCKER_HOST)".
+// Shown is Endpoint with its credentials redacted (runtime.ShowEndpoint),
+// the form every message, log line and report of this package uses.
+func (c Candidate) Shown() string { return runtime.ShowEndpoint(c.Endpoint) }
+
+// String renders "docker at unix:///var/run/docker.sock (DOCKER_HOST)",
+// credentials redacted.
 func (c Candidate) String() string {
-	s := c.Runtime + " at " + c.Endpoint
+	s := c.Runtime + " at " + c.Shown()
 	if c.Namespace != "" {
 		s += " namespace " + c.Namespace
 	}
@@ -378,7 +384,7 @@ func Detect(ctx context.Context, opts Options) (*Selection, error) {
 				rt.Close()
 			}
 		}
-		opts.Logger.Debug("runtime candidate", "runtime", c.Runtime, "endpoint", c.Endpoint, "source", c.Source, "status", string(p.Status), "detail", p.Describe())
+		opts.Logger.Debug("runtime candidate", "runtime", c.Runtime, "endpoint", c.Shown(), "source", c.Source, "status", string(p.Status), "detail", p.Describe())
 		sel.Probes = append(sel.Probes, p)
 	}
 	sel.Reason = sel.reason()
@@ -409,9 +415,11 @@ func (o Options) present(p *Probe) bool {
 func ping(ctx context.Context, opts Options, p *Probe) runtime.ContainerRuntime {
 	start := time.Now()
 	defer func() { p.Elapsed = time.Since(start) }()
+	// The adapters redact their errors already; an adapter given by
+	// Options.Connect may not.
 	rt, err := opts.Connect(p.Candidate, opts.Logger)
 	if err != nil {
-		p.Status, p.Err = StatusFailed, err
+		p.Status, p.Err = StatusFailed, runtime.RedactEndpointError(p.Endpoint, err)
 		return nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, opts.PingTimeout)
@@ -419,7 +427,7 @@ func ping(ctx context.Context, opts Options, p *Probe) runtime.ContainerRuntime 
 	info, err := rt.Version(pctx)
 	if err != nil {
 		rt.Close()
-		p.Status, p.Err = StatusFailed, err
+		p.Status, p.Err = StatusFailed, runtime.RedactEndpointError(p.Endpoint, err)
 		return nil
 	}
 	p.Status, p.Info = StatusAnswered, info
@@ -450,7 +458,7 @@ func (s *Selection) reason() string {
 	c := s.Chosen
 	var why string
 	if s.Asked != Auto {
-		why = fmt.Sprintf("%s asked for by %s; %s answered there", s.Asked, s.AskedBy, c.Endpoint)
+		why = fmt.Sprintf("%s asked for by %s; %s answered there", s.Asked, s.AskedBy, c.Shown())
 	} else {
 		why = fmt.Sprintf("first to answer in the auto-detection order: %s", c.Candidate)
 	}
@@ -470,7 +478,7 @@ func (p Probe) skipped() string {
 	case StatusNoAccess:
 		return fmt.Sprintf("%s no access (%s)", p.Source, p.Socket)
 	case StatusFailed:
-		return fmt.Sprintf("%s %s failed: %s", p.Source, p.Endpoint, oneLine(p.Err))
+		return fmt.Sprintf("%s %s failed: %s", p.Source, p.Shown(), oneLine(p.Err))
 	}
 	return ""
 }

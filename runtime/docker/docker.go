@@ -106,7 +106,7 @@ func New(opts ...Option) (*Runtime, error) {
 	host := adapterkit.Endpoint(o.Host, client.EnvOverrideHost, func() string { return client.DefaultDockerHost })
 	u, err := client.ParseHostURL(host)
 	if err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, fmt.Errorf("invalid endpoint: %w", err))
+		return nil, adapterkit.ConnectError(Name, host, fmt.Errorf("invalid endpoint: %w", err))
 	}
 
 	copts := []client.Opt{client.FromEnv, client.WithHost(host), client.WithAPIVersionNegotiation()}
@@ -121,7 +121,7 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	cli, err := client.NewClientWithOpts(copts...)
 	if err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, err)
+		return nil, adapterkit.ConnectError(Name, host, err)
 	}
 	return &Runtime{cli: cli, endpoint: host, log: o.Logger, pingTimeout: pingTimeout}, nil
 }
@@ -129,8 +129,9 @@ func New(opts ...Option) (*Runtime, error) {
 // Name returns "docker".
 func (r *Runtime) Name() string { return Name }
 
-// Endpoint returns the daemon address, e.g. "unix:///var/run/docker.sock".
-func (r *Runtime) Endpoint() string { return r.endpoint }
+// Endpoint returns the daemon address, e.g. "unix:///var/run/docker.sock",
+// with any credentials redacted (runtime.ShowEndpoint).
+func (r *Runtime) Endpoint() string { return runtime.ShowEndpoint(r.endpoint) }
 
 // Version pings the daemon and reports its version, the negotiated API
 // version, whether it runs rootless and its cgroup version.
@@ -155,7 +156,7 @@ func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 	}
 	return runtime.Info{
 		Runtime:       Name,
-		Endpoint:      r.endpoint,
+		Endpoint:      r.Endpoint(),
 		Version:       v.Version,
 		APIVersion:    r.cli.ClientVersion(),
 		Rootless:      rootless,
@@ -190,7 +191,7 @@ func (r *Runtime) negotiate(ctx context.Context, op, object string) error {
 		case !client.IsErrConnectionFailed(err):
 			err = fmt.Errorf("not a Docker Engine API: ping failed: %w", err)
 		}
-		return runtime.NewError(Name, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+		return adapterkit.Fail(Name, r.endpoint, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
 	}
 	r.cli.NegotiateAPIVersionPing(ping)
 	r.negotiated.Store(true)

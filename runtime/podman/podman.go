@@ -185,10 +185,10 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	host, err := normaliseEndpoint(adapterkit.Endpoint(o.Host, "CONTAINER_HOST", defaultEndpoint))
 	if err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, host, runtime.ErrUnavailable, err)
+		return nil, adapterkit.ConnectError(Name, host, err)
 	}
 	if o.lifetime < 0 {
-		return nil, runtime.NewError(Name, runtime.OpConnect, host, nil, fmt.Errorf("negative lifetime %s", o.lifetime))
+		return nil, adapterkit.Fail(Name, host, runtime.OpConnect, host, nil, fmt.Errorf("negative lifetime %s", o.lifetime))
 	}
 	return &Runtime{endpoint: host, opts: o, pingTimeout: defaultPingTimeout}, nil
 }
@@ -251,8 +251,9 @@ func socketPath(u *url.URL) string {
 func (r *Runtime) Name() string { return Name }
 
 // Endpoint returns the service's address, e.g.
-// "unix:///run/podman/podman.sock".
-func (r *Runtime) Endpoint() string { return r.endpoint }
+// "unix:///run/podman/podman.sock", with any credentials redacted
+// (runtime.ShowEndpoint).
+func (r *Runtime) Endpoint() string { return runtime.ShowEndpoint(r.endpoint) }
 
 // Close releases the client's idle connections.
 func (r *Runtime) Close() error {
@@ -277,7 +278,7 @@ func (r *Runtime) connect(ctx context.Context, op, object string) (*client, erro
 	if r.conn == nil {
 		conn, err := r.newConnection(ctx)
 		if err != nil {
-			return nil, runtime.NewError(Name, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+			return nil, adapterkit.Fail(Name, r.endpoint, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
 		}
 		r.conn = conn
 	}
@@ -285,9 +286,9 @@ func (r *Runtime) connect(ctx context.Context, op, object string) (*client, erro
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up; that says nothing about the service.
-			return nil, runtime.NewError(Name, op, object, nil, err)
+			return nil, adapterkit.Fail(Name, r.endpoint, op, object, nil, err)
 		}
-		return nil, runtime.NewError(Name, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+		return nil, adapterkit.Fail(Name, r.endpoint, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
 	}
 	r.svc = svc
 	return &client{conn: r.conn, svc: svc}, nil

@@ -52,7 +52,7 @@ func (r *Runtime) ping(ctx context.Context, conn *bindings.Connection) (*service
 		svc.rlimits, err = peerRlimits(ictx, conn.URI.Path)
 		if err != nil {
 			r.opts.Logger.DebugContext(ctx, "podman: cannot read the service's rlimits; rlimits are passed unclamped",
-				"endpoint", r.endpoint, "error", err)
+				"endpoint", r.Endpoint(), "error", runtime.RedactEndpointError(r.endpoint, err))
 		}
 	}
 	return svc, nil
@@ -95,7 +95,7 @@ func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 	}
 	return runtime.Info{
 		Runtime:       Name,
-		Endpoint:      r.endpoint,
+		Endpoint:      r.Endpoint(),
 		Version:       info.Version.Version,
 		APIVersion:    c.svc.apiVersion,
 		Rootless:      info.Host.Security.Rootless,

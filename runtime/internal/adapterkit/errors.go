@@ -18,7 +18,8 @@ type Translator struct {
 	// Runtime is the adapter's name, e.g. "docker".
 	Runtime string
 	// Endpoint is the address the adapter talks to; an ErrUnavailable
-	// error always names it.
+	// error always names it. Its credentials (runtime.EndpointSecrets) are
+	// redacted from every error Translate returns, object and cause.
 	Endpoint string
 	// Unreachable reports whether err means that the backend could not
 	// be reached at all (socket absent, connection refused, daemon down).
@@ -50,7 +51,22 @@ func (t Translator) Translate(op, object string, err error) error {
 	if errors.Is(kind, runtime.ErrUnavailable) {
 		err = AtEndpoint(t.Endpoint, err)
 	}
-	return runtime.NewError(t.Runtime, op, object, kind, err)
+	object = runtime.RedactEndpoint(t.Endpoint, object)
+	return runtime.NewError(t.Runtime, op, object, kind, runtime.RedactEndpointError(t.Endpoint, err))
+}
+
+// Fail builds the *runtime.Error of an adapter's own connection plumbing
+// (New, the first ping) talking to endpoint, with endpoint's credentials
+// redacted from object and cause, as Translate does.
+func Fail(rt, endpoint, op, object string, kind, cause error) error {
+	return runtime.NewError(rt, op, runtime.RedactEndpoint(endpoint, object), kind, runtime.RedactEndpointError(endpoint, cause))
+}
+
+// ConnectError is an adapter's error for an endpoint it cannot use
+// (unparsable, refused by the client library): runtime.ErrUnavailable,
+// naming the endpoint with its credentials redacted.
+func ConnectError(rt, endpoint string, cause error) error {
+	return Fail(rt, endpoint, runtime.OpConnect, endpoint, runtime.ErrUnavailable, cause)
 }
 
 // Kind classifies err, returned for verb op, by the rules every backend
@@ -98,12 +114,15 @@ func CreatesContainer(op string) bool {
 }
 
 // AtEndpoint makes sure err names endpoint (backends' connection errors
-// do not always), so that "runtime unavailable" says where it looked.
+// do not always), so that "runtime unavailable" says where it looked, and
+// that it names it with its credentials redacted (runtime.ShowEndpoint).
 func AtEndpoint(endpoint string, err error) error {
-	if endpoint == "" || strings.Contains(err.Error(), endpoint) {
+	err = runtime.RedactEndpointError(endpoint, err)
+	shown := runtime.ShowEndpoint(endpoint)
+	if endpoint == "" || strings.Contains(err.Error(), shown) {
 		return err
 	}
-	return fmt.Errorf("endpoint %s: %w", endpoint, err)
+	return fmt.Errorf("endpoint %s: %w", shown, err)
 }
 
 // kinded is an error of an adapter's own plumbing that already knows its
