@@ -40,16 +40,16 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// newTestRuntime connects to the test daemon, or ends the test through
-// testenv.Unavailable when it does not answer. -short (unit tests only)
-// skips it.
-func newTestRuntime(t testing.TB) *Runtime {
+// newTestRuntime connects to the test daemon (with opts), or ends the test
+// through testenv.Unavailable when it does not answer. -short (unit tests
+// only) skips it.
+func newTestRuntime(t testing.TB, opts ...Option) *Runtime {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the containerd daemon (-short runs unit tests only)")
 	}
 	testenv.Load()
-	r, err := New()
+	r, err := New(opts...)
 	if err != nil {
 		testenv.Unavailable(t, Name, "%v", err)
 	}
