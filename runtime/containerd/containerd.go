@@ -120,6 +120,7 @@ var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.Creator          = (*Runtime)(nil)
 	_ runtime.Diagnoser        = (*Runtime)(nil)
+	_ runtime.Reconciler       = (*Runtime)(nil)
 )
 
 // Runtime is a runtime.ContainerRuntime backed by a containerd daemon. It is

@@ -136,8 +136,9 @@ func (r *Runtime) leasedContainers(namespace string) ([]string, error) {
 // host-local address and removes the portmap and firewall rules, which
 // name the container; then the lease goes. A lease of a container that
 // still exists is left to its Remove; nothing is removed that no lease
-// names. Run reconciles before it attaches, and `sweep containers` (make
-// env-down) after its removals; it is exported for those and for tests.
+// names. Run reconciles before it creates, the janitor on each sweep (gc;
+// this implements runtime.Reconciler), and `sweep containers` (make
+// env-down) after its removals.
 func (r *Runtime) Reconcile(ctx context.Context) error {
 	return r.reconcile(ctx, true)
 }
