@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -234,7 +235,9 @@ const capSysAdmin = 21
 
 // testNoSocketHostMountOrPrivilege: a container gets no runtime socket, no
 // host-path mount, no privileged mode and not the full capability set
-// unless asked for.
+// unless asked for. Mounts are read from outside the adapter: as the
+// backend stored them (Config.StoredMounts) and in the container's own
+// /proc/self/mountinfo.
 func testNoSocketHostMountOrPrivilege(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	spec := s.spec(t)
@@ -244,11 +247,26 @@ func testNoSocketHostMountOrPrivilege(t *testing.T, s *suite) {
 	c, err := s.rt.Inspect(ctx, spec.Name)
 	require.NoError(t, err)
 	assert.False(t, c.Privileged, "inspect reports privileged")
-	for _, m := range c.Mounts {
-		assert.Contains(t, []string{"tmpfs", "volume"}, m.Type, "mount %+v: only tmpfs and volumes", m)
-		assert.NotContains(t, m.Source, ".sock", "mount %+v", m)
-		assert.NotContains(t, m.Destination, ".sock", "mount %+v", m)
+
+	// The mounts as the backend stored them, not as the adapter reports
+	// them: binds are what would bring a host path in.
+	stored, err := s.cfg.StoredMounts(ctx, c.ID)
+	require.NoError(t, err, "the backend's stored mounts")
+	require.True(t, slices.ContainsFunc(stored, func(m runtime.Mount) bool { return m.Destination == "/scratch" && m.Type == "tmpfs" }),
+		"control: the stored mounts %+v hold the tmpfs /scratch asked for", stored)
+	for _, m := range stored {
+		assert.NotEqual(t, "bind", m.Type, "stored mount %+v: a host path", m)
+		assert.Contains(t, []string{"tmpfs", "volume", "proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2"}, m.Type, "stored mount %+v", m)
+		assert.NotContains(t, m.Source, ".sock", "stored mount %+v", m)
+		assert.NotContains(t, m.Destination, ".sock", "stored mount %+v", m)
 	}
+
+	// And as the kernel has them inside the container: nothing from a
+	// host filesystem but the runtime's own files for this container.
+	mountinfo := testkit.ParseMountinfo(t, s.readFile(t, ctx, spec.Name, "/proc/self/mountinfo"))
+	require.True(t, slices.ContainsFunc(mountinfo, func(m testkit.MountInfo) bool { return m.Point == "/scratch" && m.FSType == "tmpfs" }),
+		"control: /proc/self/mountinfo shows the tmpfs /scratch")
+	assert.Empty(t, testkit.HostPathMounts(mountinfo, c.ID), "host filesystems mounted inside the container (/proc/self/mountinfo)")
 
 	for _, sock := range runtimeSockets {
 		assert.False(t, s.fileExists(t, ctx, spec.Name, sock), "%s exists inside the container", sock)
