@@ -306,4 +306,3 @@ func TestSandboxesAreConfined(t *testing.T) {
 		})
 	})
 }
-
