@@ -120,7 +120,7 @@ var runtimeFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname", "
 // HostPathMounts picks, from a container's mount table, what is mounted
 // from a host filesystem: anything but kernelFS, except the runtime's own
 // per-container files (runtimeFiles, bound from a path that names
-// containerID).
+// containerID) and /dev/null bound over a masked /proc or /sys path.
 func HostPathMounts(mounts []MountInfo, containerID string) []MountInfo {
 	var out []MountInfo
 	for _, m := range mounts {
@@ -129,6 +129,9 @@ func HostPathMounts(mounts []MountInfo, containerID string) []MountInfo {
 		}
 		if slices.Contains(runtimeFiles, m.Point) && containerID != "" && strings.Contains(m.Root, containerID) {
 			continue
+		}
+		if m.Root == "/null" && m.FSType == "devtmpfs" && (strings.HasPrefix(m.Point, "/proc/") || strings.HasPrefix(m.Point, "/sys/")) {
+			continue // a masked path, where a rootless runtime binds /dev/null
 		}
 		out = append(out, m)
 	}

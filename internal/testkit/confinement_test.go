@@ -33,12 +33,14 @@ func TestHostPathMounts(t *testing.T) {
 119 101 254:0 /var/lib/docker/containers/0000other/hosts /etc/hosts rw,relatime - ext4 /dev/vda rw
 120 101 254:0 /srv/data /data rw,relatime - ext4 /dev/vda rw
 121 101 0:5 / /run/docker.sock rw - devtmpfs udev rw
-122 101 0:50 / /scratch rw,nosuid - tmpfs tmpfs rw,size=16384k`
+122 101 0:50 / /scratch rw,nosuid - tmpfs tmpfs rw,size=16384k
+123 117 0:5 /null /proc/kcore rw,nosuid - devtmpfs udev rw
+124 101 0:5 /null /etc/passwd rw,nosuid - devtmpfs udev rw`
 	got := HostPathMounts(ParseMountinfo(t, mountinfo), id)
 	var points []string
 	for _, m := range got {
 		points = append(points, m.Point)
 	}
-	assert.Equal(t, []string{"/etc/hosts", "/data", "/run/docker.sock"}, points,
-		"another container's file, a host directory and a device are host paths; this container's resolv.conf is not")
+	assert.Equal(t, []string{"/etc/hosts", "/data", "/run/docker.sock", "/etc/passwd"}, points,
+		"another container's file, a host directory and devices are host paths; this container's resolv.conf and a masked /proc path are not")
 }
