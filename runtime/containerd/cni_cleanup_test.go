@@ -109,45 +109,6 @@ func testNetwork(t *testing.T, r *Runtime) *networkDef {
 	return def
 }
 
-// realPlugin is the path of a CNI plugin of the host.
-func realPlugin(t *testing.T, plugin string) string {
-	t.Helper()
-	for _, dir := range DefaultCNIPluginDirs {
-		if p := filepath.Join(dir, plugin); fileIsExecutable(p) {
-			return p
-		}
-	}
-	testenv.Unavailable(t, Name, "CNI plugin %s in none of %q", plugin, DefaultCNIPluginDirs)
-	return ""
-}
-
-func fileIsExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
-
-// pluginDirWith is a CNI plugin directory of the host's plugins in which
-// plugin is a script that does what script says for the commands it
-// handles and hands the others to the real plugin (a DEL must still work,
-// or libcni stops the DEL of the whole list at the broken plugin).
-func pluginDirWith(t *testing.T, plugin, script string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, name := range []string{"bridge", "host-local", "portmap", "firewall", "loopback"} {
-		require.NoError(t, os.Symlink(realPlugin(t, name), filepath.Join(dir, name)))
-	}
-	wrapper := fmt.Sprintf("#!/bin/sh\n%s\nexec %s \"$@\"\n", script, realPlugin(t, plugin))
-	require.NoError(t, os.Remove(filepath.Join(dir, plugin)))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, plugin), []byte(wrapper), 0o755))
-	return dir
-}
-
-// failOn is a plugin script line that fails the CNI command cmd the way a
-// plugin does (an error object on stdout, exit status 1).
-func failOn(cmd string) string {
-	return fmt.Sprintf(`if [ "$CNI_COMMAND" = %s ]; then echo '{"cniVersion":"1.0.0","code":999,"msg":"injected failure"}'; exit 1; fi`, cmd)
-}
-
 // TestFailedNetworkJoinLeavesNothing: a CNI ADD that fails part-way (the
 // bridge plugin made the veth and took an address, then portmap or firewall
 // failed, or the run's context ended while firewall ran) is undone before
@@ -165,8 +126,8 @@ func TestFailedNetworkJoinLeavesNothing(t *testing.T) {
 		cancelWhile bool
 		wantErr     error
 	}{
-		{name: "firewall ADD fails", plugin: "firewall", script: failOn("ADD")},
-		{name: "portmap ADD fails", plugin: "portmap", script: failOn("ADD")},
+		{name: "firewall ADD fails", plugin: "firewall", script: testkit.CNIFailOn("ADD")},
+		{name: "portmap ADD fails", plugin: "portmap", script: testkit.CNIFailOn("ADD")},
 		{name: "the run's context ends during the firewall ADD", plugin: "firewall", cancelWhile: true, wantErr: context.Canceled},
 	}
 	for _, tc := range cases {
@@ -176,7 +137,7 @@ func TestFailedNetworkJoinLeavesNothing(t *testing.T) {
 			if tc.cancelWhile {
 				script = fmt.Sprintf(`if [ "$CNI_COMMAND" = ADD ]; then touch %[1]s/started; i=0; while [ ! -e %[1]s/go ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; fi`, signals)
 			}
-			r := newTestRuntime(t, WithCNIPluginDirs(pluginDirWith(t, tc.plugin, script)))
+			r := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, tc.plugin, script)))
 			def := testNetwork(t, r)
 			name := "sbx-test-" + randHex(4)
 			before := footprintOf(t, r, def, name)
@@ -348,7 +309,7 @@ func TestCrashAfterJoinIsReconciled(t *testing.T) {
 // containers`, so make env-down, do) then removes the network state.
 func TestFailedLeaveIsReconciled(t *testing.T) {
 	r := newTestRuntime(t)
-	broken := newTestRuntime(t, WithCNIPluginDirs(pluginDirWith(t, "firewall", failOn("DEL"))))
+	broken := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", testkit.CNIFailOn("DEL"))))
 	busybox := testenv.Image(t, Name, "busybox")
 	ctx := testContext(t)
 	def := testNetwork(t, r)
