@@ -22,6 +22,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
+	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -305,36 +306,60 @@ func TestCrashAfterJoinIsReconciled(t *testing.T) {
 
 // TestFailedLeaveIsReconciled: a Remove whose CNI DEL fails (the firewall
 // plugin's DEL fails, and libcni stops the list's DEL there) still removes
-// the container and leaves a lease; Reconcile (what the next Run and `sweep
-// containers`, so make env-down, do) then removes the network state.
+// the container and leaves a lease; Reconcile then removes the network
+// state, whether called as such (what `sweep containers`, so make env-down,
+// does), by the next Run, or by a janitor sweep (gc).
 func TestFailedLeaveIsReconciled(t *testing.T) {
 	r := newTestRuntime(t)
 	broken := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", testkit.CNIFailOn("DEL"))))
 	busybox := testenv.Image(t, Name, "busybox")
-	ctx := testContext(t)
-	def := testNetwork(t, r)
-	name := "sbx-test-" + randHex(4)
-	t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
-	before := footprintOf(t, r, def, name)
-	require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+	cases := []struct {
+		name      string
+		reconcile func(t *testing.T, ctx context.Context)
+	}{
+		{name: "Reconcile", reconcile: func(t *testing.T, ctx context.Context) {
+			require.NoError(t, r.Reconcile(ctx))
+		}},
+		{name: "the next Run", reconcile: func(t *testing.T, ctx context.Context) {
+			next := "sbx-test-" + randHex(4)
+			track(t, r, next)
+			_, err := r.Run(ctx, runtime.RunSpec{Name: next, Image: busybox, Command: []string{"sleep", "600"}, Labels: map[string]string{testLabel: "1"}})
+			require.NoError(t, err)
+		}},
+		{name: "a janitor sweep (gc)", reconcile: func(t *testing.T, ctx context.Context) {
+			// A label prefix of its own: the sweep has no sandbox to judge.
+			_, err := janitor.New(r, janitor.Options{Prefix: "sbxt" + randHex(4)}).Sweep(ctx)
+			require.NoError(t, err)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			def := testNetwork(t, r)
+			name := "sbx-test-" + randHex(4)
+			t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
+			before := footprintOf(t, r, def, name)
+			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
 
-	_, err := r.Run(ctx, runtime.RunSpec{
-		Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: def.Name,
-		Ports:  []runtime.PortSpec{{ContainerPort: 8080}},
-		Labels: map[string]string{testLabel: "1"},
-	})
-	require.NoError(t, err)
-	require.NoFileExists(t, r.leaseFile(r.namespace, name), "a recorded join holds no lease")
+			_, err := r.Run(ctx, runtime.RunSpec{
+				Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: def.Name,
+				Ports:  []runtime.PortSpec{{ContainerPort: 8080}},
+				Labels: map[string]string{testLabel: "1"},
+			})
+			require.NoError(t, err)
+			require.NoFileExists(t, r.leaseFile(r.namespace, name), "a recorded join holds no lease")
 
-	require.NoError(t, broken.Remove(ctx, name), "Remove goes on past a failed DEL")
-	_, err = r.Inspect(ctx, name)
-	require.ErrorIs(t, err, runtime.ErrNotFound)
-	left := footprintOf(t, r, def, name)
-	require.NotEmpty(t, left.IPs, "control: the failed DEL left the IP allocation")
-	require.NotEmpty(t, left.NAT, "control: the failed DEL left portmap's rules")
-	require.FileExists(t, r.leaseFile(r.namespace, name), "the failed DEL left a lease")
+			require.NoError(t, broken.Remove(ctx, name), "Remove goes on past a failed DEL")
+			_, err = r.Inspect(ctx, name)
+			require.ErrorIs(t, err, runtime.ErrNotFound)
+			left := footprintOf(t, r, def, name)
+			require.NotEmpty(t, left.IPs, "control: the failed DEL left the IP allocation")
+			require.NotEmpty(t, left.NAT, "control: the failed DEL left portmap's rules")
+			require.FileExists(t, r.leaseFile(r.namespace, name), "the failed DEL left a lease")
 
-	require.NoError(t, r.Reconcile(ctx))
-	assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
-	assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+			tc.reconcile(t, ctx)
+			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+		})
+	}
 }
