@@ -315,21 +315,33 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 	busybox := testenv.Image(t, Name, "busybox")
 	cases := []struct {
 		name      string
-		reconcile func(t *testing.T, ctx context.Context)
+		reconcile func(t *testing.T, ctx context.Context, name, network string)
 	}{
-		{name: "Reconcile", reconcile: func(t *testing.T, ctx context.Context) {
+		{name: "Reconcile", reconcile: func(t *testing.T, ctx context.Context, _, _ string) {
 			require.NoError(t, r.Reconcile(ctx))
 		}},
-		{name: "the next Run", reconcile: func(t *testing.T, ctx context.Context) {
+		{name: "the next Run", reconcile: func(t *testing.T, ctx context.Context, _, _ string) {
 			next := "sbx-test-" + randHex(4)
 			track(t, r, next)
 			_, err := r.Run(ctx, runtime.RunSpec{Name: next, Image: busybox, Command: []string{"sleep", "600"}, Labels: map[string]string{testLabel: "1"}})
 			require.NoError(t, err)
 		}},
-		{name: "a janitor sweep (gc)", reconcile: func(t *testing.T, ctx context.Context) {
+		{name: "a janitor sweep (gc)", reconcile: func(t *testing.T, ctx context.Context, _, _ string) {
 			// A label prefix of its own: the sweep has no sandbox to judge.
 			_, err := janitor.New(r, janitor.Options{Prefix: "sbxt" + randHex(4)}).Sweep(ctx)
 			require.NoError(t, err)
+		}},
+		{name: "a new container of the same name, while a reconcile is under way", reconcile: func(t *testing.T, ctx context.Context, name, network string) {
+			// Run's own reconcile finds the leases locked and leaves it
+			// to the holder: the new container's join must undo the old
+			// lease itself.
+			unlock, err := lockDir(r.leasesDir(), true)
+			require.NoError(t, err)
+			_, err = r.Run(ctx, runtime.RunSpec{Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: network,
+				Ports: []runtime.PortSpec{{ContainerPort: 8080}}, Labels: map[string]string{testLabel: "1"}})
+			unlock()
+			require.NoError(t, err, "the name runs again")
+			require.NoError(t, r.Remove(ctx, name))
 		}},
 	}
 	for _, tc := range cases {
@@ -357,7 +369,7 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 			require.NotEmpty(t, left.NAT, "control: the failed DEL left portmap's rules")
 			require.FileExists(t, r.leaseFile(r.namespace, name), "the failed DEL left a lease")
 
-			tc.reconcile(t, ctx)
+			tc.reconcile(t, ctx, name, def.Name)
 			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
 			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
 		})

@@ -424,6 +424,18 @@ func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networ
 	if err != nil {
 		return nil, err
 	}
+	// The container was just made: a lease under its name is a previous
+	// container's of that name, whose DEL failed and that no reconcile
+	// undid yet. It goes first (without a network namespace: that one is
+	// gone), or the new lease would hide it and the ADD would find its
+	// address taken.
+	if old, err := r.readLease(r.namespace, id); err != nil {
+		return nil, fmt.Errorf("join network %s: %w", def.Name, err)
+	} else if old != nil {
+		if err := r.cniDel(ctx, id, "", old.Conflist, old.Published); err != nil {
+			return nil, fmt.Errorf("join network %s: leave what a previous container %s left on network %s: %w", def.Name, id, old.Network, err)
+		}
+	}
 	lease := networkLease{
 		Namespace: r.namespace,
 		Container: id,
