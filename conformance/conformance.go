@@ -57,6 +57,12 @@ type Config struct {
 	// the host (e.g. /var/lib/docker); the tmpfs semantic proves that a
 	// file written to a tmpfs path appears under none of them.
 	HostDataDirs []string
+	// StoredMounts reads a container's mounts as the backend stored them,
+	// with the backend's own API, not through the adapter: Docker's and
+	// Podman's inspect, the OCI spec containerd keeps (Container.Spec).
+	// Type is the mount's type as stored ("bind", "volume", "tmpfs",
+	// "proc", ...).
+	StoredMounts func(ctx context.Context, id string) ([]runtime.Mount, error)
 }
 
 // semantic is one behaviour of the port, proven by one subtest.
@@ -118,6 +124,7 @@ func setUp(t *testing.T, cfg Config) *suite {
 	require.NotNil(t, cfg.New, "Config.New")
 	require.NotEmpty(t, cfg.Fixtures.Busybox, "Config.Fixtures.Busybox")
 	require.NotEmpty(t, cfg.Fixtures.BusyboxVolume, "Config.Fixtures.BusyboxVolume")
+	require.NotNil(t, cfg.StoredMounts, "Config.StoredMounts")
 
 	rt := cfg.New(t)
 	require.NotNil(t, rt, "Config.New returned no runtime")
@@ -131,6 +138,7 @@ func setUp(t *testing.T, cfg Config) *suite {
 	info, err := rt.Version(ctx)
 	require.NoError(t, err, "version")
 	t.Logf("%s %s (API %s), cgroup v%s, rootless=%v", info.Runtime, info.Version, info.APIVersion, info.CgroupVersion, info.Rootless)
+	s.rootless = info.Rootless
 
 	for _, ref := range []string{cfg.Fixtures.Busybox, cfg.Fixtures.BusyboxVolume} {
 		testkit.EnsureImage(t, rt, ref)

@@ -55,12 +55,16 @@
 //   - SiblingReachability: a container on a network is reachable from
 //     another one on it, at the address inspect reports.
 //   - PublishedPortLoopbackOnly: a published port defaults to 127.0.0.1 and
-//     an ephemeral host port, is reachable from the host and listens on no
-//     other address.
+//     an ephemeral host port, is reachable from the host, listens on no
+//     other address, every DNAT rule of the host's nat table for it
+//     matches destination 127.0.0.1 only (one of the two must publish it),
+//     and every host bridge address refuses it.
 //   - CreateNetworkDuplicateIsAlreadyExists: network names are unique.
 //   - RemoveNetworkAbsentIsNoError: network removal is idempotent.
 //   - NoSocketHostMountOrPrivilege: no runtime socket, host-path mount,
-//     privileged mode or full capability set that nobody asked for.
+//     privileged mode or full capability set that nobody asked for; the
+//     mounts as the backend stored them (Config.StoredMounts) and in the
+//     container's /proc/self/mountinfo.
 //   - RemoveDeletesAnonymousVolumes: an image's VOLUME leaves no volume
 //     behind once the container is removed.
 //   - ParallelRunRemoveLeavesNothing: concurrent runs and removes leave

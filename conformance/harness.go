@@ -39,6 +39,9 @@ type suite struct {
 	cfg   Config
 	rt    runtime.ContainerRuntime
 	runID string
+	// rootless is what the runtime's Version says: its network is then in
+	// a namespace of its own, not in the host's nat table.
+	rootless bool
 }
 
 // randomHex is testkit.RandomHex: n random bytes, hex-encoded.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -152,70 +152,22 @@ func testMemoryCPUPidsLimitsInCgroup(t *testing.T, s *suite) {
 			s.run(t, ctx, spec)
 
 			got := s.cgroupLimits(t, ctx, spec.Name)
-			assert.Equal(t, tc.memory, got.memory, "memory limit (cgroup %s)", got.version)
-			assert.InDelta(t, tc.cpus, got.cpus, 0.001, "CPU quota/period (cgroup %s)", got.version)
-			assert.Equal(t, tc.pids, got.pids, "pids limit (cgroup %s)", got.version)
+			assert.Equal(t, tc.memory, got.Memory, "memory limit (cgroup %s)", got.Version)
+			assert.InDelta(t, tc.cpus, got.CPUs, 0.001, "CPU quota/period (cgroup %s)", got.Version)
+			assert.Equal(t, tc.pids, got.Pids, "pids limit (cgroup %s)", got.Version)
 		})
 	}
 }
 
-// limits are a container's cgroup limits; -1 means none.
-type limits struct {
-	version string // "v1" or "v2"
-	memory  int64
-	cpus    float64
-	pids    int64
-}
-
 // cgroupLimits reads the container's limits from inside it.
-func (s *suite) cgroupLimits(t testing.TB, ctx context.Context, container string) limits {
+func (s *suite) cgroupLimits(t testing.TB, ctx context.Context, container string) testkit.CgroupLimits {
 	t.Helper()
-	read := func(path string) string {
-		return strings.TrimSpace(s.readFile(t, ctx, container, path))
-	}
-	if s.fileExists(t, ctx, container, "/sys/fs/cgroup/cgroup.controllers") {
-		quota, period, ok := strings.Cut(read("/sys/fs/cgroup/cpu.max"), " ")
-		require.True(t, ok, "cpu.max is \"<quota> <period>\"")
-		return limits{
-			version: "v2",
-			memory:  parseLimit(t, read("/sys/fs/cgroup/memory.max")),
-			cpus:    cpuRatio(t, quota, period),
-			pids:    parseLimit(t, read("/sys/fs/cgroup/pids.max")),
+	return testkit.ReadCgroupLimits(t, func(path string) (string, bool) {
+		if !s.fileExists(t, ctx, container, path) {
+			return "", false
 		}
-	}
-	memory := parseLimit(t, read("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
-	if memory >= math.MaxInt64&^0xfff { // v1 "no limit" is the page-rounded max
-		memory = -1
-	}
-	return limits{
-		version: "v1",
-		memory:  memory,
-		cpus:    cpuRatio(t, read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), read("/sys/fs/cgroup/cpu/cpu.cfs_period_us")),
-		pids:    parseLimit(t, read("/sys/fs/cgroup/pids/pids.max")),
-	}
-}
-
-// parseLimit parses a cgroup number, "max" being -1.
-func parseLimit(t testing.TB, v string) int64 {
-	t.Helper()
-	if v == "max" {
-		return -1
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	require.NoError(t, err, "cgroup value %q", v)
-	return n
-}
-
-// cpuRatio is quota/period in cores, -1 when there is no quota.
-func cpuRatio(t testing.TB, quota, period string) float64 {
-	t.Helper()
-	q := parseLimit(t, quota)
-	if q < 0 {
-		return -1
-	}
-	p := parseLimit(t, period)
-	require.Positive(t, p, "CFS period")
-	return float64(q) / float64(p)
+		return s.readFile(t, ctx, container, path), true
+	})
 }
 
 // runtimeSockets are the runtimes' well-known sockets, none of which may
@@ -234,7 +186,9 @@ const capSysAdmin = 21
 
 // testNoSocketHostMountOrPrivilege: a container gets no runtime socket, no
 // host-path mount, no privileged mode and not the full capability set
-// unless asked for.
+// unless asked for. Mounts are read from outside the adapter: as the
+// backend stored them (Config.StoredMounts) and in the container's own
+// /proc/self/mountinfo.
 func testNoSocketHostMountOrPrivilege(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	spec := s.spec(t)
@@ -244,11 +198,26 @@ func testNoSocketHostMountOrPrivilege(t *testing.T, s *suite) {
 	c, err := s.rt.Inspect(ctx, spec.Name)
 	require.NoError(t, err)
 	assert.False(t, c.Privileged, "inspect reports privileged")
-	for _, m := range c.Mounts {
-		assert.Contains(t, []string{"tmpfs", "volume"}, m.Type, "mount %+v: only tmpfs and volumes", m)
-		assert.NotContains(t, m.Source, ".sock", "mount %+v", m)
-		assert.NotContains(t, m.Destination, ".sock", "mount %+v", m)
+
+	// The mounts as the backend stored them, not as the adapter reports
+	// them: binds are what would bring a host path in.
+	stored, err := s.cfg.StoredMounts(ctx, c.ID)
+	require.NoError(t, err, "the backend's stored mounts")
+	require.True(t, slices.ContainsFunc(stored, func(m runtime.Mount) bool { return m.Destination == "/scratch" && m.Type == "tmpfs" }),
+		"control: the stored mounts %+v hold the tmpfs /scratch asked for", stored)
+	for _, m := range stored {
+		assert.NotEqual(t, "bind", m.Type, "stored mount %+v: a host path", m)
+		assert.Contains(t, []string{"tmpfs", "volume", "proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2"}, m.Type, "stored mount %+v", m)
+		assert.NotContains(t, m.Source, ".sock", "stored mount %+v", m)
+		assert.NotContains(t, m.Destination, ".sock", "stored mount %+v", m)
 	}
+
+	// And as the kernel has them inside the container: nothing from a
+	// host filesystem but the runtime's own files for this container.
+	mountinfo := testkit.ParseMountinfo(t, s.readFile(t, ctx, spec.Name, "/proc/self/mountinfo"))
+	require.True(t, slices.ContainsFunc(mountinfo, func(m testkit.MountInfo) bool { return m.Point == "/scratch" && m.FSType == "tmpfs" }),
+		"control: /proc/self/mountinfo shows the tmpfs /scratch")
+	assert.Empty(t, testkit.HostPathMounts(mountinfo, c.ID), "host filesystems mounted inside the container (/proc/self/mountinfo)")
 
 	for _, sock := range runtimeSockets {
 		assert.False(t, s.fileExists(t, ctx, spec.Name, sock), "%s exists inside the container", sock)

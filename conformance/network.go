@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -82,8 +83,10 @@ func testSiblingReachability(t *testing.T, s *suite) {
 
 // testPublishedPortLoopbackOnly: a port published without a host IP or host
 // port is bound on 127.0.0.1 at an ephemeral port, inspect says so, the
-// host reaches the server there, and nothing listens on that port on any
-// other address.
+// host reaches the server there; and, seen from outside the adapter,
+// nothing listens on that port on any other address, every DNAT rule of
+// the host's nat table for it matches destination 127.0.0.1 only, and the
+// host's bridge addresses refuse it.
 func testPublishedPortLoopbackOnly(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	token := randomHex(8)
@@ -128,11 +131,41 @@ func testPublishedPortLoopbackOnly(t *testing.T, s *suite) {
 		return nil
 	})
 
+	// From outside the adapter: how the host publishes the port. A proxy
+	// (docker-proxy, conmon, rootlessport) holds a listening socket; a
+	// DNAT rule (Docker, netavark, CNI's portmap: containerd has nothing
+	// else) forwards it. Each must be loopback only, and one of them must
+	// be there, or these checks would pass having seen nothing.
+	published := 0
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		listeners, err := listeningOn(table, hostPort)
 		require.NoError(t, err)
+		published += len(listeners)
 		for _, ip := range listeners {
 			assert.True(t, ip.IsLoopback(), "%s: port %d listens on %s, not only on loopback", table, hostPort, ip)
+		}
+	}
+	if s.rootless {
+		t.Log("rootless: no nat table of the host's to read; the listener (rootlessport) publishes the port")
+	} else {
+		rules := testkit.DNATRules(t, hostPort)
+		t.Logf("iptables -t nat: DNAT rules for port %d: %q", hostPort, rules)
+		published += len(rules)
+		for _, rule := range rules {
+			assert.True(t, testkit.DNATMatchesLoopbackOnly(rule), "iptables -t nat: %q forwards port %d from more than 127.0.0.1", rule, hostPort)
+		}
+	}
+	require.Positive(t, published, "neither a listening socket nor a DNAT rule publishes port %d", hostPort)
+
+	// The bridges (docker0, podman0, the CNI bridges) are the host's
+	// addresses a sandbox's neighbours reach: each refuses the port.
+	bridges := testkit.BridgeAddresses(t)
+	require.NotEmpty(t, bridges, "the host has no bridge: the environment's runtimes make some")
+	t.Logf("bridge addresses checked for refusal: %v", bridges)
+	for _, ip := range bridges {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, strconv.Itoa(hostPort)), 2*time.Second)
+		if !assert.Error(t, err, "port %d published on 127.0.0.1 answers on bridge address %s", hostPort, ip) {
+			conn.Close()
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -87,27 +86,6 @@ tmpfs /scratch tmpfs rw,nosuid,nodev,noexec,relatime,size=16384k,mode=750 0 0
 `)
 	assert.Equal(t, mount{fsType: "ext4", opts: []string{"rw"}}, got["/scratch"], "the last mount on a point hides the earlier")
 	assert.Equal(t, "overlay", got["/"].fsType)
-}
-
-func TestCgroupValues(t *testing.T) {
-	cases := []struct {
-		name          string
-		quota, period string
-		want          float64
-	}{
-		{name: "one cpu", quota: "100000", period: "100000", want: 1},
-		{name: "half a cpu", quota: "50000", period: "100000", want: 0.5},
-		{name: "v1 no quota", quota: "-1", period: "100000", want: -1},
-		{name: "v2 no quota", quota: "max", period: "100000", want: -1},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.InDelta(t, tc.want, cpuRatio(t, tc.quota, tc.period), 1e-9)
-		})
-	}
-	assert.Equal(t, int64(-1), parseLimit(t, "max"))
-	assert.Equal(t, int64(67108864), parseLimit(t, "67108864"))
-	assert.Equal(t, int64(math.MaxInt64&^0xfff), parseLimit(t, "9223372036854771712"))
 }
 
 func TestCapEff(t *testing.T) {

@@ -2,22 +2,31 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	ctrdclient "github.com/containerd/containerd/v2/client"
 	"github.com/docker/docker/client"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/containerd"
+	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/podman"
 )
 
 // runtimeSockets are where container runtimes listen; none may be visible
@@ -63,10 +72,135 @@ func dockerHardening(ctx context.Context, cli *client.Client, id string) (harden
 	}, nil
 }
 
+// podmanHardening reads what Podman granted container id, with its own
+// CLI (and the OCI spec it stored, for the masked paths).
+func podmanHardening(ctx context.Context, endpoint, id string) (hardening, error) {
+	c, err := testkit.PodmanInspect(ctx, endpoint, id)
+	if err != nil {
+		return hardening{}, err
+	}
+	hc := c.HostConfig
+	h := hardening{
+		Privileged:  hc.Privileged,
+		Binds:       hc.Binds,
+		CapAdd:      append(slices.Clone(hc.CapAdd), extraCaps(c.EffectiveCaps)...),
+		Devices:     len(hc.Devices),
+		NetworkMode: hc.NetworkMode,
+		PidMode:     hc.PidMode,
+		IpcMode:     hc.IpcMode,
+		SecurityOpt: hc.SecurityOpt,
+	}
+	if c.AppArmorProfile == "unconfined" {
+		h.SecurityOpt = append(h.SecurityOpt, "apparmor=unconfined")
+	}
+	b, err := os.ReadFile(c.OCIConfigPath)
+	if err != nil {
+		return hardening{}, fmt.Errorf("podman's stored OCI spec of %s: %w", id, err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return hardening{}, fmt.Errorf("podman's stored OCI spec of %s: %w", id, err)
+	}
+	if spec.Linux != nil {
+		h.MaskedPaths = spec.Linux.MaskedPaths
+	}
+	return h, nil
+}
+
+// containerdHardening reads what the OCI spec containerd stored for
+// container id grants (containerd's client, not the adapter): bind mounts,
+// capabilities beyond the default set, devices, the namespaces it does not
+// unshare (host), seccomp and AppArmor, masked paths.
+func containerdHardening(ctx context.Context, address, id string) (hardening, error) {
+	ns := testenv.Getenv(containerd.EnvNamespace)
+	if ns == "" {
+		ns = containerd.DefaultNamespace
+	}
+	cli, err := ctrdclient.New(address, ctrdclient.WithDefaultNamespace(ns))
+	if err != nil {
+		return hardening{}, err
+	}
+	defer cli.Close()
+	c, err := cli.LoadContainer(ctx, id)
+	if err != nil {
+		return hardening{}, err
+	}
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		return hardening{}, err
+	}
+	var h hardening
+	for _, m := range spec.Mounts {
+		if m.Type == "bind" || slices.Contains(m.Options, "bind") || slices.Contains(m.Options, "rbind") {
+			h.Binds = append(h.Binds, m.Source+":"+m.Destination)
+		}
+	}
+	if spec.Process != nil && spec.Process.Capabilities != nil {
+		caps := spec.Process.Capabilities
+		h.CapAdd = extraCaps(slices.Concat(caps.Bounding, caps.Effective, caps.Permitted))
+	}
+	if spec.Linux == nil {
+		return hardening{}, fmt.Errorf("containerd's stored spec of %s has no linux section", id)
+	}
+	h.Devices = len(spec.Linux.Devices)
+	h.NetworkMode, h.PidMode, h.IpcMode = "host", "host", "host"
+	for _, n := range spec.Linux.Namespaces {
+		mode := "private"
+		if n.Path != "" {
+			mode = "path " + n.Path
+		}
+		switch n.Type {
+		case specs.NetworkNamespace:
+			h.NetworkMode = mode
+		case specs.PIDNamespace:
+			h.PidMode = mode
+		case specs.IPCNamespace:
+			h.IpcMode = mode
+		}
+	}
+	if spec.Linux.Seccomp == nil {
+		h.SecurityOpt = append(h.SecurityOpt, "seccomp=unconfined")
+	}
+	if spec.Process != nil && spec.Process.ApparmorProfile == "unconfined" {
+		h.SecurityOpt = append(h.SecurityOpt, "apparmor=unconfined")
+	}
+	h.MaskedPaths = spec.Linux.MaskedPaths
+	return h, nil
+}
+
+// extraCaps are those of caps beyond the runtimes' default set.
+func extraCaps(caps []string) []string {
+	var out []string
+	for _, c := range caps {
+		if !slices.Contains(testkit.DefaultCapabilities, c) && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// hardeningOf reads, with the runtime's own tools, what it granted
+// container id.
+func hardeningOf(ctx context.Context, b testruntimes.Runtime, id string) (hardening, error) {
+	switch b.Name {
+	case docker.Name:
+		return dockerHardening(ctx, b.Docker, id)
+	case podman.Name:
+		return podmanHardening(ctx, b.RT.Endpoint(), id)
+	case containerd.Name:
+		return containerdHardening(ctx, b.RT.Endpoint(), id)
+	}
+	return hardening{}, fmt.Errorf("no way to read what %s granted", b.Name)
+}
+
 // TestSandboxesAreConfined inspects the sandboxes Provision makes: every
-// published port is bound to 127.0.0.1 (and refused on the host's other
-// addresses), and no sandbox has a runtime socket, a host-path mount,
-// privileges, extra capabilities or devices, or the host's namespaces.
+// published port is bound to 127.0.0.1 (every DNAT rule for it matches
+// 127.0.0.1 only, and the host's bridge addresses refuse it), and no
+// sandbox has a runtime socket, a host-path mount, privileges, extra
+// capabilities or devices, the host's namespaces or an unconfined security
+// profile, as each runtime's own tools report it (Docker's API, `podman
+// --url ... inspect` and Podman's stored OCI spec, containerd's stored OCI
+// spec).
 func TestSandboxesAreConfined(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := testruntimes.NewWorld(t, b)
@@ -77,7 +211,13 @@ func TestSandboxesAreConfined(t *testing.T) {
 			p := e.Provisioner(nil)
 			sb, err := p.Provision(ctx, "confined", allEngines)
 			require.NoError(t, err)
-			others := otherHostAddresses(t)
+			// Only loopback and the bridges are dialled: never the host's
+			// external address.
+			bridges := testkit.BridgeAddresses(t)
+			require.NotEmpty(t, bridges, "the environment's runtimes made bridges")
+			t.Logf("bridge addresses checked for refusal: %v", bridges)
+			info, err := b.RT.Version(ctx)
+			require.NoError(t, err)
 			for _, c := range sb.Containers {
 				t.Run(c.Engine, func(t *testing.T) {
 					ctr, err := b.RT.Inspect(ctx, c.ID)
@@ -93,10 +233,15 @@ func TestSandboxesAreConfined(t *testing.T) {
 						if assert.NoError(t, err, "reachable on 127.0.0.1:%s", port) {
 							conn.Close()
 						}
-						for _, ip := range others {
+						for _, ip := range bridges {
 							conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, port), time.Second)
-							if !assert.Error(t, err, "published port reachable on %s:%s", ip, port) {
+							if !assert.Error(t, err, "published port reachable on bridge address %s:%s", ip, port) {
 								conn.Close()
+							}
+						}
+						if !info.Rootless {
+							for _, rule := range testkit.DNATRules(t, pb.HostPort) {
+								assert.True(t, testkit.DNATMatchesLoopbackOnly(rule), "iptables -t nat: %q forwards %s from more than 127.0.0.1", rule, port)
 							}
 						}
 					}
@@ -114,22 +259,21 @@ func TestSandboxesAreConfined(t *testing.T) {
 					}
 					assert.ElementsMatch(t, eng.Spec().Tmpfs, tmpfs, "exactly the engine's tmpfs paths are mounted")
 
-					if b.Docker != nil {
-						h, err := dockerHardening(ctx, b.Docker, c.ID)
-						require.NoError(t, err)
-						assert.False(t, h.Privileged, "privileged")
-						assert.Empty(t, h.Binds, "bind mounts")
-						assert.Empty(t, h.CapAdd, "added capabilities")
-						assert.Zero(t, h.Devices, "host devices")
-						for mode, v := range map[string]string{"network": h.NetworkMode, "pid": h.PidMode, "ipc": h.IpcMode} {
-							assert.NotEqual(t, "host", v, "%s namespace of the host", mode)
-						}
-						for _, o := range h.SecurityOpt {
-							assert.NotContains(t, o, "unconfined", "security option %q", o)
-							assert.NotEqual(t, "label=disable", o)
-						}
-						assert.NotEmpty(t, h.MaskedPaths, "the default masked /proc paths (dropped only when privileged)")
+					h, err := hardeningOf(ctx, b, c.ID)
+					require.NoError(t, err)
+					assert.False(t, h.Privileged, "privileged")
+					assert.Empty(t, h.Binds, "bind mounts")
+					assert.Empty(t, h.CapAdd, "added capabilities")
+					assert.Zero(t, h.Devices, "host devices")
+					for mode, v := range map[string]string{"network": h.NetworkMode, "pid": h.PidMode, "ipc": h.IpcMode} {
+						assert.NotEqual(t, "host", v, "%s namespace of the host", mode)
+						assert.NotContains(t, v, "/proc/1/", "%s namespace of the host's init", mode)
 					}
+					for _, o := range h.SecurityOpt {
+						assert.NotContains(t, o, "unconfined", "security option %q", o)
+						assert.NotEqual(t, "label=disable", o)
+					}
+					assert.NotEmpty(t, h.MaskedPaths, "the default masked /proc paths (dropped only when privileged)")
 
 					// From inside: no socket, no endpoint variable, no
 					// way to the runtime.
@@ -161,23 +305,4 @@ func TestSandboxesAreConfined(t *testing.T) {
 			require.NoError(t, err)
 		})
 	})
-}
-
-// otherHostAddresses lists this host's IPv4 addresses that are not
-// loopback: a port bound to 127.0.0.1 must refuse connections on each.
-func otherHostAddresses(t *testing.T) []string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	var out []string
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.To4() == nil || ipn.IP.IsLoopback() {
-			continue
-		}
-		out = append(out, ipn.IP.String())
-	}
-	slices.Sort(out)
-	t.Logf("host addresses checked for refusal: %v", out)
-	return out
 }

@@ -154,7 +154,9 @@ func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 // the sandboxes younger than the grace window, judges the distinct owners
 // of the rest, and kills then removes, with their anonymous volumes, the
 // sandboxes whose owner is gone, each only if it is still the container
-// the snapshot listed (runtime.Destroy).
+// the snapshot listed (runtime.Destroy). Unless it is a dry run, it then
+// lets a runtime that keeps host state of its own (runtime.Reconciler)
+// remove what containers that no longer exist left of it.
 //
 // Nothing is removed on a guess: a sandbox without an owner label, with a
 // malformed one, or whose owner could not be judged is kept and reported
@@ -227,6 +229,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		rep.Removed = orphans
 	} else {
 		j.remove(ctx, orphans, listed, &rep)
+		j.reconcile(ctx)
 	}
 
 	for _, l := range [][]Sandbox{rep.Removed, rep.Vanished, rep.Kept, rep.Skipped} {
@@ -234,6 +237,22 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	}
 	slices.SortFunc(rep.Errors, func(a, b Failure) int { return cmp.Compare(a.Sandbox.Name, b.Sandbox.Name) })
 	return rep, rep.Err()
+}
+
+// reconcile lets an adapter that keeps host state of its own
+// (runtime.Reconciler) remove what containers that are gone left of it,
+// within Options.CallTimeout. A failure is logged and left for the next
+// sweep: it concerns no sandbox of the report.
+func (j *Janitor) reconcile(ctx context.Context) {
+	rc, ok := j.rt.(runtime.Reconciler)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
+	defer cancel()
+	if err := rc.Reconcile(ctx); err != nil {
+		j.opts.Logger.Warn("janitor: reconcile the runtime's host state", "runtime", j.rt.Name(), "err", err)
+	}
 }
 
 // alive judges owners: with Options.Liveness when set, else process owners

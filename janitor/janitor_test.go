@@ -1125,3 +1125,44 @@ func reportRoundTrips(b *testing.B, t trips) {
 	b.ReportMetric(float64(t.lists)/float64(b.N), "lists/op")
 	b.ReportMetric(float64(t.all)/float64(b.N), "calls/op")
 }
+
+// reconcileSpy is a runtime that keeps host state of its own
+// (runtime.Reconciler) and counts its reconciliations.
+type reconcileSpy struct {
+	runtime.ContainerRuntime
+	calls int
+	err   error
+}
+
+func (r *reconcileSpy) Reconcile(context.Context) error {
+	r.calls++
+	return r.err
+}
+
+// TestSweepReconcilesTheRuntime: a sweep that may remove things lets a
+// runtime.Reconciler remove its leftovers (so that gc does); a dry run
+// does not, and a failed reconciliation fails no sandbox of the report.
+func TestSweepReconcilesTheRuntime(t *testing.T) {
+	tests := []struct {
+		name      string
+		dryRun    bool
+		err       error
+		wantCalls int
+	}{
+		{name: "sweep", wantCalls: 1},
+		{name: "dry run", dryRun: true, wantCalls: 0},
+		{name: "reconcile fails", err: errors.New("iptables: locked"), wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+			spy := &reconcileSpy{ContainerRuntime: w.fake, err: tt.err}
+			j := janitor.New(spy, janitor.Options{Now: w.clock.Now, DryRun: tt.dryRun})
+			rep, err := j.Sweep(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed))
+			assert.Equal(t, tt.wantCalls, spy.calls, "reconciliations")
+		})
+	}
+}

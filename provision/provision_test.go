@@ -327,8 +327,19 @@ func TestNamingLabelsAndLimits(t *testing.T) {
 	}
 }
 
+// TestImageOverrides: images come from the explicit overrides, then the
+// environment, then the engine's default; non-default limits are what each
+// run asks for (faults.TestCLILimitsReachTheCgroup shows them reaching the
+// container's cgroup on every real runtime).
 func TestImageOverrides(t *testing.T) {
 	w := newWorld(t)
+	var runs record[runtime.RunSpec]
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbRun {
+			runs.add(c.Run)
+		}
+		return nil
+	})
 	w.fake.AddImage("mirror/pg:16")
 	w.fake.AddImage("mirror/redis:8")
 	env := map[string]string{"SANDBOXER_IMAGE_REDIS": "mirror/redis:8", "SANDBOXER_IMAGE_POSTGRES": "ignored/pg:1"}
@@ -344,6 +355,12 @@ func TestImageOverrides(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "mirror/pg:16", sb.Containers[0].Image)
 	assert.Equal(t, "mirror/redis:8", sb.Containers[1].Image)
+	specs := runs.get()
+	require.Len(t, specs, 2)
+	for _, s := range specs {
+		assert.Equal(t, int64(256<<20), s.MemoryBytes, "%s: memory", s.Name)
+		assert.Equal(t, 0.5, s.CPUs, "%s: CPUs", s.Name)
+	}
 }
 
 func TestPullsOnlyWhenAbsent(t *testing.T) {

@@ -247,6 +247,17 @@ type Creator interface {
 	Create(ctx context.Context, spec RunSpec) (Container, error)
 }
 
+// Reconciler is implemented by adapters that keep host state of their own
+// beside the backend's containers (containerd's CNI networking: IP
+// allocations, NAT and firewall rules), which a process killed half-way
+// or a failed clean-up can leave behind. It is not part of the port; the
+// janitor calls it on each sweep that may remove things, so that `gc`
+// removes such leftovers too. It removes only state that names a
+// container of the adapter's that no longer exists.
+type Reconciler interface {
+	Reconcile(ctx context.Context) error
+}
+
 // Diagnoser is implemented by adapters that know what their backend needs
 // of the host beyond a daemon that answers: privileges, plugins, kernel
 // features. It is not part of the port (the lifecycle code never needs

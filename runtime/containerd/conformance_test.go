@@ -37,19 +37,36 @@ func TestConformance(t *testing.T) {
 		// snapshots of their own, which Remove deletes.
 		Volumes:      probe.Volumes,
 		HostDataDirs: []string{root},
+		// The OCI spec containerd stored, not the adapter's record.
+		StoredMounts: func(ctx context.Context, id string) ([]runtime.Mount, error) {
+			ctx = probe.ctx(ctx)
+			c, err := probe.client.LoadContainer(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			spec, err := c.Spec(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]runtime.Mount, 0, len(spec.Mounts))
+			for _, m := range spec.Mounts {
+				out = append(out, runtime.Mount{Type: m.Type, Source: m.Source, Destination: m.Destination})
+			}
+			return out, nil
+		},
 	})
 }
 
-// newTestRuntime connects to the test daemon, or ends the test through
-// testenv.Unavailable when it does not answer. -short (unit tests only)
-// skips it.
-func newTestRuntime(t testing.TB) *Runtime {
+// newTestRuntime connects to the test daemon (with opts), or ends the test
+// through testenv.Unavailable when it does not answer. -short (unit tests
+// only) skips it.
+func newTestRuntime(t testing.TB, opts ...Option) *Runtime {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the containerd daemon (-short runs unit tests only)")
 	}
 	testenv.Load()
-	r, err := New()
+	r, err := New(opts...)
 	if err != nil {
 		testenv.Unavailable(t, Name, "%v", err)
 	}

@@ -36,6 +36,11 @@
 //     published, firewall), joined between task create and task start in
 //     the task's own network namespace (/proc/<pid>/ns/net: no netns file
 //     to leak), and left (CNI DEL) by Remove before the task is killed;
+//     an ADD that fails part-way is undone before Run returns, and a
+//     network lease in the state dir names an ADD until it is recorded,
+//     so that what a killed process or a failed DEL leaves is removed by
+//     Reconcile (Run, the janitor's sweeps, `sweep containers`) once its
+//     container is gone;
 //     published ports go through portmap, on 127.0.0.1 by default (see
 //     Host ports below);
 //   - for each VOLUME of the image that no tmpfs covers, an anonymous volume:
@@ -120,6 +125,7 @@ var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.Creator          = (*Runtime)(nil)
 	_ runtime.Diagnoser        = (*Runtime)(nil)
+	_ runtime.Reconciler       = (*Runtime)(nil)
 )
 
 // Runtime is a runtime.ContainerRuntime backed by a containerd daemon. It is

@@ -284,18 +284,7 @@ func allocationsOf(t *testing.T, r *Runtime, id string) []string {
 
 // reservedIPs lists host-local's allocations on a network.
 func reservedIPs(t *testing.T, r *Runtime, network string) []string {
-	entries, err := os.ReadDir(filepath.Join(r.ipamDir(), network))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	var ips []string
-	for _, e := range entries {
-		if e.Name() != "lock" && !strings.HasPrefix(e.Name(), "last_reserved_ip") {
-			ips = append(ips, e.Name())
-		}
-	}
-	return ips
+	return testkit.HostLocalAddresses(t, filepath.Join(r.ipamDir(), network))
 }
 
 // TestAnotherInstanceSeesAndRemoves: what one adapter instance created,

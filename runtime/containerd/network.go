@@ -71,7 +71,15 @@ func (r *Runtime) lockNetworks() (func(), error) { return lockFile(r.networksDir
 // lockFile takes an exclusive flock on the file .lock of dir (made if
 // need be), which serialises a change to dir's contents across processes
 // (and across the open files of one process), and returns its release.
-func lockFile(dir string) (func(), error) {
+func lockFile(dir string) (func(), error) { return lockDir(dir, true) }
+
+// errLocked is lockDir's answer, when told not to wait, to a lock that
+// someone holds.
+var errLocked = errors.New("locked by another process")
+
+// lockDir is lockFile; unless wait, a lock that is held is errLocked at
+// once.
+func lockDir(dir string, wait bool) (func(), error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -79,8 +87,15 @@ func lockFile(dir string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
 		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errLocked
+		}
 		return nil, err
 	}
 	return func() {
@@ -391,7 +406,11 @@ type attachment struct {
 // attach adds the network namespace of process pid to the network (CNI
 // ADD) with the port mappings asked for, ephemeral host ports being chosen
 // (and every host port reserved) by bindPorts, since portmap has none of
-// its own.
+// its own. A lease (see networkLease) is written before the ADD; the
+// caller drops it once the attachment is recorded. An ADD that fails
+// part-way (a plugin of the list failed after the bridge plugin made the
+// veth and took an address), or that outlives the caller's context, is
+// undone (CNI DEL) before attach returns.
 func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networkDef, ports []runtime.PortSpec) (*attachment, error) {
 	conflist, err := r.conflist(def, len(ports) > 0)
 	if err != nil {
@@ -405,40 +424,117 @@ func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networ
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.Setup(ctx, id, netnsPath(pid), cni.WithCapabilityPortMap(portMappings(published)))
-	if err != nil {
+	// The container was just made: a lease under its name is a previous
+	// container's of that name, whose DEL failed and that no reconcile
+	// undid yet. It goes first (without a network namespace: that one is
+	// gone), or the new lease would hide it and the ADD would find its
+	// address taken.
+	if old, err := r.readLease(r.namespace, id); err != nil {
 		return nil, fmt.Errorf("join network %s: %w", def.Name, err)
-	}
-	a := &attachment{conflist: conflist, published: published}
-	if iface, ok := res.Interfaces[ifPrefix+"0"]; ok {
-		for _, ipc := range iface.IPConfigs {
-			if ip4 := ipc.IP.To4(); ip4 != nil {
-				a.address = ip4.String()
-				break
-			}
+	} else if old != nil {
+		if err := r.cniDel(ctx, id, "", old.Conflist, old.Published); err != nil {
+			return nil, fmt.Errorf("join network %s: leave what a previous container %s left on network %s: %w", def.Name, id, old.Network, err)
 		}
 	}
-	if a.address == "" {
-		// Undo, so that the caller's clean-up has nothing to do here.
-		_ = c.Remove(context.WithoutCancel(ctx), id, netnsPath(pid), cni.WithCapabilityPortMap(portMappings(published)))
-		return nil, fmt.Errorf("join network %s: no IPv4 address in the CNI result", def.Name)
+	lease := networkLease{
+		Namespace: r.namespace,
+		Container: id,
+		Network:   def.Name,
+		Pid:       pid,
+		Conflist:  conflist,
+		Published: published,
+		Created:   time.Now().UTC(),
+	}
+	if err := r.writeLease(lease); err != nil {
+		return nil, fmt.Errorf("join network %s: write the network lease: %w", def.Name, err)
+	}
+	netns := netnsPath(pid)
+	// Not under ctx: see cniTimeout. Whether the caller gave up meanwhile
+	// is checked once the plugins are done.
+	addCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cniTimeout)
+	res, err := c.Setup(addCtx, id, netns, cni.WithCapabilityPortMap(portMappings(published)))
+	cancel()
+	if err == nil {
+		err = ctx.Err()
+	}
+	a := &attachment{conflist: conflist, published: published}
+	if err == nil {
+		if iface, ok := res.Interfaces[ifPrefix+"0"]; ok {
+			for _, ipc := range iface.IPConfigs {
+				if ip4 := ipc.IP.To4(); ip4 != nil {
+					a.address = ip4.String()
+					break
+				}
+			}
+		}
+		if a.address == "" {
+			err = errors.New("no IPv4 address in the CNI result")
+		}
+	}
+	if err != nil {
+		r.undoAttach(ctx, id, netns, &lease)
+		return nil, fmt.Errorf("join network %s: %w", def.Name, err)
 	}
 	return a, nil
+}
+
+// undoAttach deletes a container from the network of its lease after a
+// failed attach, and drops the lease; a DEL that fails too keeps the
+// lease, for the caller's Remove or a later Reconcile.
+func (r *Runtime) undoAttach(ctx context.Context, id, netns string, l *networkLease) {
+	if err := r.cniDel(ctx, id, netns, l.Conflist, l.Published); err != nil {
+		r.log.Warn("containerd: undo a failed network join", "container", id, "network", l.Network, "error", err)
+		return
+	}
+	if err := r.dropLease(l.Namespace, id); err != nil {
+		r.log.Warn("containerd: undo a failed network join", "container", id, "network", l.Network, "error", err)
+	}
+}
+
+// cniDel is a CNI DEL from the configuration list of an ADD, bounded by
+// cniTimeout even if ctx is done (it is clean-up, which must finish).
+func (r *Runtime) cniDel(ctx context.Context, id, netns string, conflist []byte, published []runtime.PortBinding) error {
+	c, err := r.cniFor(conflist)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cniTimeout)
+	defer cancel()
+	return c.Remove(ctx, id, netns, cni.WithCapabilityPortMap(portMappings(published)))
 }
 
 // detach deletes the container from the network it joined (CNI DEL):
 // portmap and firewall rules, the IP allocation, the veth. netns is the
 // task's network namespace while it lives, "" after (the plugins then
-// clean up what they can without it).
+// clean up what they can without it). What it joined is the record's
+// attachment, else the lease of an attach that was never recorded (the
+// process died in between). A DEL that fails leaves a lease behind, so
+// that Reconcile retries it once the container is gone.
 func (r *Runtime) detach(ctx context.Context, id, netns string, rec *record) error {
-	if len(rec.Attached) == 0 {
-		return nil
-	}
-	c, err := r.cniFor(rec.Attached)
+	l, err := r.readLease(r.namespace, id)
 	if err != nil {
 		return err
 	}
-	return c.Remove(ctx, id, netns, cni.WithCapabilityPortMap(portMappings(rec.Published)))
+	if len(rec.Attached) > 0 {
+		l = &networkLease{
+			Namespace: r.namespace,
+			Container: id,
+			Network:   rec.Network,
+			Conflist:  rec.Attached,
+			Published: rec.Published,
+			Created:   time.Now().UTC(),
+		}
+	}
+	if l == nil {
+		return nil
+	}
+	if err := r.cniDel(ctx, id, netns, l.Conflist, l.Published); err != nil {
+		if werr := r.writeLease(*l); werr != nil {
+			err = errors.Join(err, fmt.Errorf("keep a network lease for later: %w", werr))
+		}
+		return err
+	}
+	return r.dropLease(r.namespace, id)
 }
 
 // netnsPath is the network namespace of a process.

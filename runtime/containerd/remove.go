@@ -15,7 +15,8 @@ import (
 )
 
 // Remove force-removes a container: it leaves its network first (CNI DEL,
-// while the task's network namespace still exists), then kills and deletes
+// while the task's network namespace still exists; a DEL that fails leaves
+// a network lease, which a later Reconcile retries), then kills and deletes
 // the task, deletes the container with its snapshot, its anonymous volumes,
 // its log and its host port reservation. An absent container is not an error.
 func (r *Runtime) Remove(ctx context.Context, ref string) error {

@@ -31,6 +31,10 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Contai
 	if err := r.ready(ctx, op, obj); err != nil {
 		return runtime.Container{}, err
 	}
+	// The network state of containers that vanished half-way (a process
+	// killed between its CNI ADD and the record, a DEL that failed) goes
+	// first, so that it never piles up.
+	r.reconcileQuietly(ctx)
 	c, rec, err := r.create(ctx, op, spec)
 	if err != nil {
 		return runtime.Container{}, err
@@ -179,6 +183,9 @@ func (r *Runtime) start(ctx context.Context, op string, c client.Container, rec 
 	if err != nil {
 		return r.wrap(op, id, err)
 	}
+	if testHookAttached != nil {
+		testHookAttached(id)
+	}
 	rec.Attached = att.conflist
 	rec.Addresses = map[string]string{def.Name: att.address}
 	rec.Published = att.published
@@ -189,11 +196,20 @@ func (r *Runtime) start(ctx context.Context, op string, c client.Container, rec 
 		}
 		return r.wrap(op, id, fmt.Errorf("record the network attachment: %w", err))
 	}
+	// Recorded: from here on Remove leaves the network from the record.
+	if err := r.dropLease(r.namespace, id); err != nil {
+		r.log.Warn("containerd: run", "container", id, "error", err)
+	}
 	if err := task.Start(ctx); err != nil {
 		return r.wrap(op, id, fmt.Errorf("start task: %w", err))
 	}
 	return nil
 }
+
+// testHookAttached, when set (by tests only), runs once a task joined its
+// network and before that is recorded: the window a crash test kills the
+// process in.
+var testHookAttached func(id string)
 
 // discard removes a container whose run failed, even if ctx is done (see
 // adapterkit.Discard).

@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,27 @@ func TestConformance(t *testing.T) {
 			return names, nil
 		},
 		HostDataDirs: []string{info.DockerRootDir},
+		// Docker's own inspect, not the adapter's.
+		StoredMounts: func(ctx context.Context, id string) ([]runtime.Mount, error) {
+			c, err := cli.ContainerInspect(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			var out []runtime.Mount
+			for _, m := range c.Mounts {
+				out = append(out, runtime.Mount{Type: string(m.Type), Source: m.Source, Destination: m.Destination})
+			}
+			for dst := range c.HostConfig.Tmpfs {
+				out = append(out, runtime.Mount{Type: "tmpfs", Source: "tmpfs", Destination: dst})
+			}
+			for _, m := range c.HostConfig.Mounts {
+				out = append(out, runtime.Mount{Type: string(m.Type), Source: m.Source, Destination: m.Target})
+			}
+			for _, b := range c.HostConfig.Binds {
+				src, dst, _ := strings.Cut(b, ":")
+				out = append(out, runtime.Mount{Type: "bind", Source: src, Destination: dst})
+			}
+			return out, nil
+		},
 	})
 }

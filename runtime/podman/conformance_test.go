@@ -2,11 +2,13 @@ package podman
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/roboco/sandboxer/conformance"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -64,5 +66,24 @@ func TestConformance(t *testing.T) {
 			return names, nil
 		},
 		HostDataDirs: []string{root},
+		// Podman's own CLI, not the adapter.
+		StoredMounts: func(ctx context.Context, id string) ([]runtime.Mount, error) {
+			c, err := testkit.PodmanInspect(ctx, probe.Endpoint(), id)
+			if err != nil {
+				return nil, err
+			}
+			var out []runtime.Mount
+			for _, m := range c.Mounts {
+				out = append(out, runtime.Mount{Type: m.Type, Source: m.Source, Destination: m.Destination})
+			}
+			for dst := range c.HostConfig.Tmpfs {
+				out = append(out, runtime.Mount{Type: "tmpfs", Source: "tmpfs", Destination: dst})
+			}
+			for _, b := range c.HostConfig.Binds {
+				src, dst, _ := strings.Cut(b, ":")
+				out = append(out, runtime.Mount{Type: "bind", Source: src, Destination: dst})
+			}
+			return out, nil
+		},
 	})
 }

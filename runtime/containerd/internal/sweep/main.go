@@ -10,7 +10,10 @@
 //	    (CNI DEL with the configuration it joined with) before its task and
 //	    snapshot go. It reads CONTAINERD_ADDRESS, CONTAINERD_NAMESPACE and
 //	    the adapter's other settings like the adapter does, and prints the
-//	    removed containers' names.
+//	    removed containers' names. Then it reconciles the adapter's network
+//	    leases: the CNI state of containers that are gone (a process killed
+//	    between its CNI ADD and recording it, a DEL that failed) is deleted
+//	    (CNI DEL) while the adapter still knows what it was.
 //
 //	sweep network [-leftover-ids ID,...] [-dry-run] [-state-dir DIR] [-cni-cache-dir DIR]
 //	    Removes what the adapter's CNI networking left on the host: the

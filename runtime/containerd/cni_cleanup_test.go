@@ -1,0 +1,377 @@
+package containerd
+
+import (
+	"context"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containernetworking/cni/libcni"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
+	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// footprint is what a container's CNI networking leaves on the host, read
+// with the host's own tools (iptables, the host-local IPAM directory,
+// sysfs, libcni's cache), not through the adapter's record. The daemons
+// and the host are shared with other tests that add rules of their own
+// meanwhile, so only what names this container, its network's subnet or
+// bridge, or portmap's DNAT chain for it is kept: all of it that can be
+// this container's.
+type footprint struct {
+	NAT        []string // iptables -t nat -S
+	Filter     []string // iptables-save -t filter
+	IPs        []string // host-local's allocation files of the network
+	Veths      []string // the interfaces on the network's bridge
+	CNIResults []string // libcni's cached ADD results of the container
+}
+
+func (f footprint) empty() bool {
+	return len(f.NAT)+len(f.Filter)+len(f.IPs)+len(f.Veths)+len(f.CNIResults) == 0
+}
+
+// dnatChain is portmap's DNAT chain of a container on a network
+// (utils.FormatChainName("DN-", network, id) of the CNI plugins: "CNI-DN-"
+// and the SHA-512 of network+id, cut to iptables' 28 characters).
+func dnatChain(network, id string) string {
+	sum := sha512.Sum512([]byte(network + id))
+	return ("CNI-DN-" + hex.EncodeToString(sum[:]))[:28]
+}
+
+// footprintOf reads the footprint of container id on network def.
+func footprintOf(t *testing.T, r *Runtime, def *networkDef, id string) footprint {
+	t.Helper()
+	subnet := strings.TrimSuffix(def.Subnet, "0/24") // "10.213.N."
+	mine := func(line string) bool {
+		return strings.Contains(line, `"`+id+`"`) || strings.Contains(line, " "+subnet) ||
+			strings.Contains(line, def.Bridge) || strings.Contains(line, dnatChain(def.Name, id))
+	}
+	rules := func(args ...string) []string {
+		out, err := exec.Command(args[0], args[1:]...).Output()
+		require.NoError(t, err, "%s", strings.Join(args, " "))
+		return slices.DeleteFunc(strings.Split(string(out), "\n"), func(l string) bool { return !mine(l) })
+	}
+	var results []string
+	entries, err := os.ReadDir(filepath.Join(libcni.CacheDir, "results"))
+	if !errors.Is(err, os.ErrNotExist) {
+		require.NoError(t, err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "-"+id+"-") {
+			results = append(results, e.Name())
+		}
+	}
+	return footprint{
+		NAT:        orNil(rules("iptables", "-w", "-t", "nat", "-S")),
+		Filter:     orNil(rules("iptables-save", "-t", "filter")),
+		IPs:        orNil(reservedIPs(t, r, def.Name)),
+		Veths:      orNil(bridgePorts(def.Bridge)),
+		CNIResults: orNil(results),
+	}
+}
+
+// orNil makes an empty list nil, so that footprints compare by content.
+func orNil(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// testNetwork creates a network of the test's own (so that its subnet and
+// bridge are the test's alone), removed when the test ends.
+func testNetwork(t *testing.T, r *Runtime) *networkDef {
+	t.Helper()
+	ctx := testContext(t)
+	name := "sbx-test-" + randHex(4)
+	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		assert.NoError(t, r.RemoveNetwork(context.Background(), name), "cleanup: remove network %s", name)
+	})
+	def, err := r.readNetwork(name)
+	require.NoError(t, err)
+	require.NotNil(t, def)
+	return def
+}
+
+// TestFailedNetworkJoinLeavesNothing: a CNI ADD that fails part-way (the
+// bridge plugin made the veth and took an address, then portmap or firewall
+// failed, or the run's context ended while firewall ran) is undone before
+// Run returns: no IP allocation, no portmap DNAT chain or rule, no firewall
+// rule, no veth, no cached result, no lease; the container is gone.
+func TestFailedNetworkJoinLeavesNothing(t *testing.T) {
+	busybox := testenv.Image(t, Name, "busybox")
+	cases := []struct {
+		name string
+		// plugin, script: the plugin that misbehaves, and how.
+		plugin, script string
+		// cancelWhile, when set, is a file the script creates once it runs:
+		// the test then cancels the run's context and lets the plugin go
+		// on (it waits for the file go beside it).
+		cancelWhile bool
+		wantErr     error
+	}{
+		{name: "firewall ADD fails", plugin: "firewall", script: testkit.CNIFailOn("ADD")},
+		{name: "portmap ADD fails", plugin: "portmap", script: testkit.CNIFailOn("ADD")},
+		{name: "the run's context ends during the firewall ADD", plugin: "firewall", cancelWhile: true, wantErr: context.Canceled},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			signals := t.TempDir()
+			script := tc.script
+			if tc.cancelWhile {
+				script = fmt.Sprintf(`if [ "$CNI_COMMAND" = ADD ]; then touch %[1]s/started; i=0; while [ ! -e %[1]s/go ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; fi`, signals)
+			}
+			r := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, tc.plugin, script)))
+			def := testNetwork(t, r)
+			name := "sbx-test-" + randHex(4)
+			before := footprintOf(t, r, def, name)
+			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+
+			ctx, cancel := context.WithCancel(testContext(t))
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := r.Run(ctx, runtime.RunSpec{
+					Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: def.Name,
+					Ports:  []runtime.PortSpec{{ContainerPort: 8080}},
+					Labels: map[string]string{testLabel: "1"},
+				})
+				errc <- err
+			}()
+			if tc.cancelWhile {
+				testkit.Poll(t, time.Minute, 20*time.Millisecond, func() error {
+					_, err := os.Stat(filepath.Join(signals, "started"))
+					return err
+				}, "the firewall plugin's ADD starts")
+				during := footprintOf(t, r, def, name)
+				assert.NotEmpty(t, during.IPs, "control: the bridge plugin took an address before firewall ran")
+				assert.NotEmpty(t, during.Veths, "control: the bridge plugin made a veth before firewall ran")
+				assert.NotEmpty(t, during.NAT, "control: portmap wrote its DNAT rules before firewall ran")
+				cancel()
+				require.NoError(t, os.WriteFile(filepath.Join(signals, "go"), nil, 0o600))
+			}
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("Run did not return")
+			}
+			require.Error(t, err, "the run fails")
+			if tc.wantErr != nil {
+				assert.ErrorIs(t, err, tc.wantErr)
+			}
+			_, ierr := r.Inspect(testContext(t), name)
+			assert.ErrorIs(t, ierr, runtime.ErrNotFound, "no container left")
+			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+			assert.NoFileExists(t, r.reservationFile(r.namespace, name), "no host port left reserved")
+		})
+	}
+}
+
+// crashChildEnv tells the test binary, run again as a child, to run one
+// container and SIGKILL itself once the container joined its network and
+// before that is recorded: "<name> <network>".
+const crashChildEnv = "SANDBOXER_TEST_CRASH_AFTER_JOIN"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(crashChildEnv); v != "" {
+		crashAfterJoin(v)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// crashAfterJoin is the child of TestCrashAfterJoinIsReconciled. It exits
+// 3 if it outlives its Run (which must not happen).
+func crashAfterJoin(arg string) {
+	name, network, _ := strings.Cut(arg, " ")
+	r, err := New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	testHookAttached = func(string) { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = r.Run(ctx, runtime.RunSpec{
+		Name: name, Image: os.Getenv("SANDBOXER_IMAGE_BUSYBOX"), Command: []string{"sleep", "600"}, Network: network,
+		Ports:  []runtime.PortSpec{{ContainerPort: 8080}},
+		Labels: map[string]string{testLabel: "1"},
+	})
+	fmt.Fprintln(os.Stderr, "crash child: Run returned:", err)
+	os.Exit(3)
+}
+
+// crashAfterJoin runs the child and checks it died of SIGKILL, leaving the
+// container with CNI state that its record does not mention.
+func runCrashChild(t *testing.T, r *Runtime, def *networkDef, name string) {
+	t.Helper()
+	ctx := testContext(t)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+name+" "+def.Name, "SANDBOXER_IMAGE_BUSYBOX="+testenv.Image(t, Name, "busybox"))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the child is killed: %s", out)
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the child dies of SIGKILL, not %v: %s", err, out)
+
+	c, err := r.client.LoadContainer(r.ctx(ctx), name)
+	require.NoError(t, err, "the container outlives the process")
+	info, err := c.Info(r.ctx(ctx))
+	require.NoError(t, err)
+	rec, err := recordOf(info)
+	require.NoError(t, err)
+	require.Empty(t, rec.Attached, "the join was not recorded")
+	left := footprintOf(t, r, def, name)
+	require.NotEmpty(t, left.IPs, "control: the killed process left an IP allocation")
+	require.NotEmpty(t, left.NAT, "control: the killed process left portmap's rules")
+	require.FileExists(t, r.leaseFile(r.namespace, name), "the lease names what the record does not")
+}
+
+// deleteBehindTheBack removes a container the way ctr would (kill and
+// delete its task, delete it with its snapshot), without the adapter.
+func deleteBehindTheBack(t *testing.T, r *Runtime, name string) {
+	t.Helper()
+	ctx := r.ctx(testContext(t))
+	c, err := r.client.LoadContainer(ctx, name)
+	require.NoError(t, err)
+	if task, err := c.Task(ctx, nil); err == nil {
+		_, err = task.Delete(ctx, client.WithProcessKill)
+		require.NoError(t, err, "ctr task rm -f")
+	}
+	require.NoError(t, c.Delete(ctx, client.WithSnapshotCleanup), "ctr container rm")
+}
+
+// TestCrashAfterJoinIsReconciled: a process SIGKILLed between its CNI ADD
+// and recording it leaves a container whose network state only its lease
+// names. Removing the container through the adapter removes that state; so
+// does the next Run once the container was removed behind the adapter's
+// back (the allocation and the rules name a container that no longer
+// exists). Afterwards iptables and the IPAM directory are as before.
+func TestCrashAfterJoinIsReconciled(t *testing.T) {
+	r := newTestRuntime(t)
+	busybox := testenv.Image(t, Name, "busybox")
+	cases := []struct {
+		name  string
+		after func(t *testing.T, name string)
+	}{
+		{name: "Remove through the adapter", after: func(t *testing.T, name string) {
+			require.NoError(t, r.Remove(testContext(t), name))
+		}},
+		{name: "removed behind its back, then the next Run", after: func(t *testing.T, name string) {
+			deleteBehindTheBack(t, r, name)
+			next := "sbx-test-" + randHex(4)
+			track(t, r, next)
+			_, err := r.Run(testContext(t), runtime.RunSpec{Name: next, Image: busybox, Command: []string{"sleep", "600"}, Labels: map[string]string{testLabel: "1"}})
+			require.NoError(t, err)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			def := testNetwork(t, r)
+			name := "sbx-test-" + randHex(4)
+			t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
+			before := footprintOf(t, r, def, name)
+			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+
+			runCrashChild(t, r, def, name)
+			tc.after(t, name)
+
+			_, err := r.Inspect(testContext(t), name)
+			assert.ErrorIs(t, err, runtime.ErrNotFound, "the crashed container is gone")
+			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+		})
+	}
+}
+
+// TestFailedLeaveIsReconciled: a Remove whose CNI DEL fails (the firewall
+// plugin's DEL fails, and libcni stops the list's DEL there) still removes
+// the container and leaves a lease; Reconcile then removes the network
+// state, whether called as such (what `sweep containers`, so make env-down,
+// does), by the next Run, or by a janitor sweep (gc).
+func TestFailedLeaveIsReconciled(t *testing.T) {
+	r := newTestRuntime(t)
+	broken := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", testkit.CNIFailOn("DEL"))))
+	busybox := testenv.Image(t, Name, "busybox")
+	cases := []struct {
+		name      string
+		reconcile func(t *testing.T, ctx context.Context, name, network string)
+	}{
+		{name: "Reconcile", reconcile: func(t *testing.T, ctx context.Context, _, _ string) {
+			require.NoError(t, r.Reconcile(ctx))
+		}},
+		{name: "the next Run", reconcile: func(t *testing.T, ctx context.Context, _, _ string) {
+			next := "sbx-test-" + randHex(4)
+			track(t, r, next)
+			_, err := r.Run(ctx, runtime.RunSpec{Name: next, Image: busybox, Command: []string{"sleep", "600"}, Labels: map[string]string{testLabel: "1"}})
+			require.NoError(t, err)
+		}},
+		{name: "a janitor sweep (gc)", reconcile: func(t *testing.T, ctx context.Context, _, _ string) {
+			// A label prefix of its own: the sweep has no sandbox to judge.
+			_, err := janitor.New(r, janitor.Options{Prefix: "sbxt" + randHex(4)}).Sweep(ctx)
+			require.NoError(t, err)
+		}},
+		{name: "a new container of the same name, while a reconcile is under way", reconcile: func(t *testing.T, ctx context.Context, name, network string) {
+			// Run's own reconcile finds the leases locked and leaves it
+			// to the holder: the new container's join must undo the old
+			// lease itself.
+			unlock, err := lockDir(r.leasesDir(), true)
+			require.NoError(t, err)
+			_, err = r.Run(ctx, runtime.RunSpec{Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: network,
+				Ports: []runtime.PortSpec{{ContainerPort: 8080}}, Labels: map[string]string{testLabel: "1"}})
+			unlock()
+			require.NoError(t, err, "the name runs again")
+			require.NoError(t, r.Remove(ctx, name))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			def := testNetwork(t, r)
+			name := "sbx-test-" + randHex(4)
+			t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
+			before := footprintOf(t, r, def, name)
+			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+
+			_, err := r.Run(ctx, runtime.RunSpec{
+				Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: def.Name,
+				Ports:  []runtime.PortSpec{{ContainerPort: 8080}},
+				Labels: map[string]string{testLabel: "1"},
+			})
+			require.NoError(t, err)
+			require.NoFileExists(t, r.leaseFile(r.namespace, name), "a recorded join holds no lease")
+
+			require.NoError(t, broken.Remove(ctx, name), "Remove goes on past a failed DEL")
+			_, err = r.Inspect(ctx, name)
+			require.ErrorIs(t, err, runtime.ErrNotFound)
+			left := footprintOf(t, r, def, name)
+			require.NotEmpty(t, left.IPs, "control: the failed DEL left the IP allocation")
+			require.NotEmpty(t, left.NAT, "control: the failed DEL left portmap's rules")
+			require.FileExists(t, r.leaseFile(r.namespace, name), "the failed DEL left a lease")
+
+			tc.reconcile(t, ctx, name, def.Name)
+			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+		})
+	}
+}
