@@ -6,11 +6,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 t0=$(date +%s)
+mkdir -p build
+rm -f build/test.log # the log cleanup reads is this run's, never an older one's
 # shellcheck disable=SC2317 # run by the EXIT trap, which shellcheck cannot see
 cleanup() {
 	rc=$?
 	echo "::: env-down"
 	hack/env.sh down || rc=1
+	# The end of the log is what a CI tail keeps: the failed leaf tests, each
+	# with the last lines it printed, then the counts.
+	if [ -s build/test.log ]; then
+		if grep -q -- '--- FAIL' build/test.log; then
+			echo "::: failures"
+			go tool test2json <build/test.log | go run ./hack/failures -lines 40 || rc=1
+		fi
+		echo "tests skipped for want of a runtime: ${skipped:-none}"
+		echo "summary: $(grep -c -- '--- PASS' build/test.log) passed, $(grep -c -- '--- FAIL' build/test.log) failed, $(grep -c -- '--- SKIP' build/test.log) skipped"
+	fi
 	echo "::: make ci finished in $(($(date +%s) - t0))s, exit $rc"
 	exit "$rc"
 }
@@ -25,7 +37,6 @@ echo "::: lint"
 make --no-print-directory lint
 
 echo "::: test"
-mkdir -p build
 status=0
 go test -count=1 -v -timeout "${TEST_TIMEOUT:-60m}" ./... 2>&1 | tee build/test.log || status=$?
 echo "::: tests in $(($(date +%s) - t1))s"
@@ -40,5 +51,4 @@ if grep -E '^SANDBOXER-REQUIRED-SKIPPED ' build/test.log >&2; then
 	status=1
 fi
 skipped=$(grep -oE '^SANDBOXER-SKIPPED runtime=[^ ]+' build/test.log | sed 's/.*runtime=//' | sort | uniq -c | awk '{printf "%s%s: %s", sep, $2, $1; sep=", "}' || true)
-echo "summary: $(grep -c -- '--- PASS' build/test.log) passed, $(grep -c -- '--- FAIL' build/test.log) failed, $(grep -c -- '--- SKIP' build/test.log) skipped; tests skipped for want of a runtime: ${skipped:-none}"
 exit "$status"
