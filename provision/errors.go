@@ -115,20 +115,8 @@ func (r redactor) Error(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	if clean := r.String(msg); clean != msg {
-		return &redactedError{msg: clean, err: err}
-	}
-	return err
+	return runtime.Reworded(err, r.String(err.Error()))
 }
-
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
 
 // oneLine joins the non-blank lines of s with " | ", so that an error
 // stays one line.

@@ -89,17 +89,24 @@ func RedactEndpointError(endpoint string, err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	if clean := RedactEndpoint(endpoint, msg); clean != msg {
-		return &redactedError{msg: clean, err: err}
-	}
-	return err
+	return Reworded(err, RedactEndpoint(endpoint, err.Error()))
 }
 
-type redactedError struct {
+// Reworded returns err with msg as its message, or err itself when msg is
+// its message already; errors.Is and errors.As still see err's whole
+// chain. It is how a redaction hides a secret without losing the error's
+// kind.
+func Reworded(err error, msg string) error {
+	if err == nil || msg == err.Error() {
+		return err
+	}
+	return &rewordedError{msg: msg, err: err}
+}
+
+type rewordedError struct {
 	msg string
 	err error
 }
 
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
+func (e *rewordedError) Error() string { return e.msg }
+func (e *rewordedError) Unwrap() error { return e.err }

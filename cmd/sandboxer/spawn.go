@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -227,12 +226,7 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 		werr = writeJSON(a.io.Out, rep)
 	}
 	if werr != nil {
-		// Nobody could read the credentials or the report: do not leave
-		// the sandboxes behind.
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
-		defer cancel()
-		_, terr := p.Teardown(tctx, pf.owner)
-		return errors.Join(fmt.Errorf("spawn %s: write env: %w (sandboxes torn down)", sb.Owner, werr), terr)
+		return unwritten(ctx, p, "spawn", sb, werr)
 	}
 	return nil
 }

@@ -166,12 +166,7 @@ On failure nothing of this call is left running and the exit code says why
 				_, err = a.io.Out.Write(buf.Bytes())
 			}
 			if err != nil {
-				// Nobody could read the credentials: do not leave the
-				// sandboxes behind.
-				tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
-				defer cancel()
-				_, terr := p.Teardown(tctx, pf.owner)
-				return errors.Join(fmt.Errorf("up %s: write env: %w (sandboxes torn down)", sb.Owner, err), terr)
+				return unwritten(ctx, p, "up", sb, err)
 			}
 			return nil
 		}),
@@ -239,4 +234,15 @@ func (w *envFileWriter) Abort() {
 		os.Remove(w.tmp.Name())
 		w.tmp = nil
 	}
+}
+
+// unwritten tears an owner's new sandboxes down after their env or report
+// could not be written: nobody could read the credentials, so nothing may
+// be left behind. It returns the write error, with the teardown's if that
+// failed too.
+func unwritten(ctx context.Context, p *provision.Provisioner, verb string, sb provision.Sandbox, werr error) error {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	_, terr := p.Teardown(tctx, sb.OwnerID)
+	return errors.Join(fmt.Errorf("%s %s: write env: %w (sandboxes torn down)", verb, sb.Owner, werr), terr)
 }
