@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -356,6 +359,35 @@ func TestSpawnOnEveryRuntime(t *testing.T) {
 			assert.NotContains(t, r.stderr, env["ROBOCO_TEST_REDIS_PASSWORD"], "no password in logs")
 			c.mustSbx("down", "--owner", id)
 			assert.Empty(t, c.containers())
+		})
+	}
+}
+
+// TestUnwritableStdoutTearsDown runs up and spawn with stdout on /dev/full
+// (every write fails with ENOSPC, as a full disk under a redirect does):
+// nobody can read the credentials, so each exits 1 and leaves nothing.
+func TestUnwritableStdoutTearsDown(t *testing.T) {
+	for _, args := range [][]string{
+		{"up", "--owner", "full1", "-s", "redis"},
+		{"spawn", "--owner", "full2", "--services-json", `["redis"]`},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			c := newCLI(t, "redis")
+			full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+			require.NoError(t, err)
+			defer full.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := c.command(ctx, c.args(args...)...)
+			cmd.Env = append(cmd.Env, "ROBOCO_SANDBOX_DB_ENABLED=1")
+			var stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = full, &stderr
+			err = cmd.Run()
+			var xe *exec.ExitError
+			require.ErrorAs(t, err, &xe, "stderr: %s", stderr.String())
+			assert.Equal(t, 1, xe.ExitCode(), "stderr: %s", stderr.String())
+			assert.Contains(t, stderr.String(), "sandboxes torn down")
+			assert.Empty(t, c.containers(), "nothing left behind")
 		})
 	}
 }
