@@ -39,6 +39,8 @@ type suite struct {
 	cfg   Config
 	rt    runtime.ContainerRuntime
 	runID string
+	// info is what the runtime said of itself (rootless, cgroup version).
+	info runtime.Info
 }
 
 // randomHex is testkit.RandomHex: n random bytes, hex-encoded.

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,11 +82,11 @@ func goTool() string {
 // says otherwise) under a label prefix of its own, and removes whatever
 // that prefix left on that runtime when the test ends.
 type cli struct {
-	t       *testing.T
-	rt      runtime.ContainerRuntime
-	runtime string // the runtime's name, as --runtime takes it
-	prefix  string
-	env     []string // added to the process environment
+	t      *testing.T
+	rt     runtime.ContainerRuntime
+	flags  []string // the global flags that reach the runtime (testruntimes.Runtime.CLIFlags)
+	prefix string
+	env    []string // added to the process environment
 }
 
 type result struct {
@@ -111,14 +112,14 @@ func newCLIOn(t *testing.T, name string, services ...string) *cli {
 	for _, s := range services {
 		testkit.Image(t, r.RT, s)
 	}
-	c := &cli{t: t, rt: r.RT, runtime: r.Name, prefix: "h9t" + testkit.RandomHex(4)}
+	c := &cli{t: t, rt: r.RT, flags: r.CLIFlags, prefix: "h9t" + testkit.RandomHex(4)}
 	t.Cleanup(c.removeAll)
 	return c
 }
 
 // args prepends the global flags that pin the runtime and the prefix.
 func (c *cli) args(args ...string) []string {
-	return append([]string{"--runtime", c.runtime, "--label-prefix", c.prefix}, args...)
+	return append(append(slices.Clone(c.flags), "--label-prefix", c.prefix), args...)
 }
 
 // auto runs sandboxer under the test's prefix, with env added, and the
