@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,10 @@ func ownerToolFor(t *testing.T, b testruntimes.Runtime, label string) ownerTool 
 	switch b.Name {
 	case "docker", "podman":
 		return &cliTool{bin: b.Name, image: image, label: label}
+	case testenv.PodmanRootless:
+		// The podman CLI as a remote client of the user's rootless
+		// service: the storage is the user's, not root's.
+		return &cliTool{bin: "podman", pre: []string{"--url", testenv.PodmanRootlessHost(t)}, image: image, label: label}
 	case containerd.Name:
 		return newNerdctlTool(t, testenv.Image(t, b.Name, "busybox"), "default")
 	}
@@ -62,16 +67,18 @@ func ownerToolFor(t *testing.T, b testruntimes.Runtime, label string) ownerTool 
 }
 
 // cliTool drives the docker or podman CLI (podman locally, rootful, on the
-// storage its service shares; docker through DOCKER_HOST).
+// storage its service shares, or a remote client of the rootless one;
+// docker through DOCKER_HOST).
 type cliTool struct {
 	bin   string
+	pre   []string // global flags before every command
 	image string
 	label string
 }
 
 func (c *cliTool) run(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd := exec.CommandContext(ctx, c.bin, append(slices.Clone(c.pre), args...)...)
 	cmd.Env = os.Environ()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s %s: %s", c.bin, strings.Join(args, " "), out)
@@ -83,7 +90,7 @@ func (c *cliTool) make(ctx context.Context, t *testing.T, name string, state run
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = exec.CommandContext(cctx, c.bin, "rm", "-f", name).Run()
+		_ = exec.CommandContext(cctx, c.bin, append(slices.Clone(c.pre), "rm", "-f", name)...).Run()
 	})
 	switch state {
 	case runtime.StateCreated:

@@ -87,6 +87,9 @@ type cli struct {
 	flags  []string // the global flags that reach the runtime (testruntimes.Runtime.CLIFlags)
 	prefix string
 	env    []string // added to the process environment
+	// user, when set, runs the binary as that unprivileged user, in its
+	// own environment instead of the test's (rootless_test.go).
+	user *rootlessUser
 }
 
 type result struct {
@@ -131,6 +134,9 @@ func (c *cli) auto(env []string, args ...string) result {
 }
 
 func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
+	if c.user != nil {
+		return c.user.command(ctx, c.env, append([]string{c.user.binary}, args...)...)
+	}
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(os.Environ(), c.env...)
 	cmd.WaitDelay = 10 * time.Second

@@ -89,13 +89,14 @@ conf_has_limits() {
 	grep -qF "\"nofile=$2:$2\", \"nproc=$3:$3\"" "$1"
 }
 
-# podman_containers_conf FILE NOFILE NPROC EVENTS_LOG WHAT writes the
-# containers.conf a sandboxer test service runs with: default rlimits
+# podman_containers_conf FILE NOFILE NPROC EVENTS_LOG WHAT [POOL] writes
+# the containers.conf a sandboxer test service runs with: default rlimits
 # NOFILE and NPROC (its own hard limits: Podman's default of 1048576 would
 # fail every start), cgroupfs (no systemd session here), file events,
-# netavark. WHAT says whose config it is, in its header.
+# netavark, and POOL (a /16) as the pool its networks' subnets come from
+# when given. WHAT says whose config it is, in its header.
 podman_containers_conf() {
-	local file=$1 nofile=$2 nproc=$3 events=$4 what=$5
+	local file=$1 nofile=$2 nproc=$3 events=$4 what=$5 pool=${6:-}
 	cat >"$file.tmp" <<EOC
 # Written by hack/env: $what.
 [containers]
@@ -114,6 +115,9 @@ events_logfile_path = "$events"
 [network]
 network_backend = "netavark"
 EOC
+	if [ -n "$pool" ]; then
+		printf 'default_subnet_pools = [{"base" = "%s", "size" = 24}]\n' "$pool" >>"$file.tmp"
+	fi
 	mv "$file.tmp" "$file"
 }
 

@@ -40,6 +40,12 @@ LOGFILE=build/run/podman-rootless.log
 MARKS=build/run/rootless
 TUN=/dev/net/tun
 CONF_HEADER="# Written by hack/env"
+# The rootless service's networks live in its own network namespace: their
+# addresses must not be routable from the host, as they are not on a box
+# with rootless Podman alone. Its default pool (10.89.0.0/16) is the rootful
+# service's too, whose bridges ARE on the host: a dial from the host to a
+# rootless sandbox's address would reach a rootful container instead.
+SUBNET_POOL=10.190.0.0/16
 
 PKGS=(podman conmon runc netavark aardvark-dns golang-github-containers-common
 	catatonit uidmap slirp4netns fuse-overlayfs acl curl util-linux)
@@ -118,7 +124,7 @@ write_conf() {
 		fi
 		case $f in
 		containers.conf)
-			podman_containers_conf "$dir/$f" "$1" "$2" "$(rundir)/podman-events.log" "$RUSER's rootless Podman (sandboxer tests)"
+			podman_containers_conf "$dir/$f" "$1" "$2" "$(rundir)/podman-events.log" "$RUSER's rootless Podman (sandboxer tests)" "$SUBNET_POOL"
 			;;
 		registries.conf) podman_registries_conf "$dir/$f" ;;
 		storage.conf)
