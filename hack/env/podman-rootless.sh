@@ -106,6 +106,7 @@ ensure_rundir() {
 	dir=$(rundir)
 	[ -d "$dir" ] && return 0
 	log "podman-rootless: creating $dir"
+	[ -d /run/user ] || touch "$MARKS/rundir-parent"
 	install -d -m 0700 -o "$RUSER" -g "$(id -g "$RUSER")" "$dir"
 	touch "$MARKS/rundir"
 }
@@ -172,6 +173,7 @@ down() {
 		xargs -r rm -f <"$MARKS/conf"
 	fi
 	[ -f "$MARKS/rundir" ] && rm -rf "$(rundir)"
+	[ -f "$MARKS/rundir-parent" ] && { rmdir /run/user 2>/dev/null || true; }
 	if [ -f "$MARKS/tun-acl" ]; then
 		log "podman-rootless: removing $RUSER's ACL entry on $TUN"
 		if [ "$(cat "$MARKS/tun-acl")" = whole ]; then
