@@ -115,6 +115,10 @@ func (a *app) main(ctx context.Context, args []string) int {
 	if code == ExitUsage && !a.started(root) {
 		msg += fmt.Sprintf(" (see %s --help)", commandPath(root, args))
 	}
+	if errors.Is(err, runtime.ErrUnsupported) && !a.unenforcedLimits {
+		// The adapter's advice names its Go option; this is the CLI's.
+		msg += fmt.Sprintf(" (the CLI's opt-out: --unenforced-limits or %s=1; `sandboxer doctor` says what else would do)", envUnenforcedLimits)
+	}
 	fmt.Fprintln(stdio.Err, "sandboxer: "+msg)
 	return code
 }

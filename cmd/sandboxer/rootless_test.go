@@ -150,15 +150,22 @@ func TestRootlessDoctorDetectsTheUsersSocket(t *testing.T) {
 	}
 }
 
-// TestRootlessUpLoginDown: as the unprivileged user, `up` provisions
-// postgres, redis and mongo on its rootless Podman (with the limits
-// opt-out, which cgroup v1 needs), their real clients log in with the
+// TestRootlessUpLoginDown: as the unprivileged user, on cgroup v1, `up`
+// without the limits opt-out fails (exit 4, naming the opt-out) and leaves
+// nothing; with it, `up` provisions postgres, redis and mongo on its
+// rootless Podman, their real clients log in with the
 // emitted env, no password reaches stderr, and `down` leaves nothing,
 // as the user's own podman CLI sees it.
 func TestRootlessUpLoginDown(t *testing.T) {
 	services := engines.Default.Names()
 	c, u := newRootlessCLI(t, services...)
 	owner := "rl" + testkit.RandomHex(3)
+	refused := c.sbx("up", "--owner", owner, "--services", strings.Join(services, ","))
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil { // cgroup v1
+		assert.Equal(t, ExitProvision, refused.code, "without the opt-out, up refuses limits it cannot enforce: %s", refused.stderr)
+		assert.Contains(t, lastLine(refused.stderr), "--unenforced-limits", "the error names the opt-out")
+		assert.Empty(t, strings.TrimSpace(u.podman(t, "ps", "-a", "--filter", "label="+labels.For(c.prefix).Sandbox+"=1", "--format", "{{.Names}}")), "a refused up leaves nothing")
+	}
 	up := c.sbx("--unenforced-limits", "up", "--owner", owner, "--services", strings.Join(services, ","))
 	require.Equal(t, 0, up.code, "up as %s: %s", u.name, up.stderr)
 	env := parseDotenv(t, up.stdout)
