@@ -45,6 +45,10 @@ type Config struct {
 	// Runtime names the backend: "docker", "podman" or "containerd". The
 	// subtests are TestConformance/<Runtime>/<Semantic>.
 	Runtime string
+	// Row names the subtests instead of Runtime when the same adapter runs
+	// against a second kind of backend ("podman-rootless"): they are then
+	// TestConformance/<Row>/<Semantic>. Empty: Runtime.
+	Row string
 	// New connects to the backend (or ends the test with
 	// testenv.Unavailable) and registers Close in t.Cleanup.
 	New func(t testing.TB) runtime.ContainerRuntime
@@ -102,11 +106,15 @@ var semantics = []semantic{
 }
 
 // Run runs every semantic against the runtime that cfg.New connects to, as
-// subtests TestConformance/<cfg.Runtime>/<Semantic>. Call it from a test
+// subtests TestConformance/<cfg.Row or cfg.Runtime>/<Semantic>. Call it from a test
 // named TestConformance.
 func Run(t *testing.T, cfg Config) {
 	testkit.RequireRuntime(t)
-	t.Run(cfg.Runtime, func(t *testing.T) {
+	row := cfg.Row
+	if row == "" {
+		row = cfg.Runtime
+	}
+	t.Run(row, func(t *testing.T) {
 		s := setUp(t, cfg)
 		for _, sem := range semantics {
 			t.Run(sem.name, func(t *testing.T) { sem.test(t, s) })
@@ -137,8 +145,8 @@ func setUp(t *testing.T, cfg Config) *suite {
 	defer cancel()
 	info, err := rt.Version(ctx)
 	require.NoError(t, err, "version")
+	s.info = info
 	t.Logf("%s %s (API %s), cgroup v%s, rootless=%v", info.Runtime, info.Version, info.APIVersion, info.CgroupVersion, info.Rootless)
-	s.rootless = info.Rootless
 
 	for _, ref := range []string{cfg.Fixtures.Busybox, cfg.Fixtures.BusyboxVolume} {
 		testkit.EnsureImage(t, rt, ref)

@@ -34,7 +34,10 @@
 //     their options, and a file written there appears nowhere under the
 //     backend's host data directories.
 //   - MemoryCPUPidsLimitsInCgroup: memory, (fractional) CPU and pids
-//     limits are in the container's cgroup files (v1 or v2).
+//     limits are in the container's cgroup files (v1 or v2; a rootless
+//     runtime on cgroup v2 included, with its controllers delegated). A
+//     rootless runtime on cgroup v1, which cannot enforce them, refuses
+//     each as ErrUnsupported on run and create, leaving nothing.
 //   - RunHonoursUlimits: rlimits are those of the container's processes.
 //   - ExecStdoutStderrExitCodeEnv: exec returns stdout, stderr and the exit
 //     code, passes env and user.

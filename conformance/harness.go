@@ -39,9 +39,8 @@ type suite struct {
 	cfg   Config
 	rt    runtime.ContainerRuntime
 	runID string
-	// rootless is what the runtime's Version says: its network is then in
-	// a namespace of its own, not in the host's nat table.
-	rootless bool
+	// info is what the runtime said of itself (rootless, cgroup version).
+	info runtime.Info
 }
 
 // randomHex is testkit.RandomHex: n random bytes, hex-encoded.

@@ -131,8 +131,14 @@ func findOnHost(t testing.TB, dirs []string, names ...string) map[string][]strin
 
 // testMemoryCPUPidsLimitsInCgroup: memory, CPU (fractional too) and pids
 // limits are in the container's own cgroup files, read inside the
-// container, cgroup v1 or v2.
+// container, cgroup v1 or v2. Where a rootless runtime runs on cgroup v1
+// (no delegation: it cannot enforce them) the limits are refused instead
+// (testLimitsRefusedWhereUnenforceable).
 func testMemoryCPUPidsLimitsInCgroup(t *testing.T, s *suite) {
+	if s.info.Rootless && s.info.CgroupVersion == "1" {
+		testLimitsRefusedWhereUnenforceable(t, s)
+		return
+	}
 	cases := []struct {
 		name   string
 		memory int64

@@ -145,7 +145,7 @@ func testPublishedPortLoopbackOnly(t *testing.T, s *suite) {
 			assert.True(t, ip.IsLoopback(), "%s: port %d listens on %s, not only on loopback", table, hostPort, ip)
 		}
 	}
-	if s.rootless {
+	if s.info.Rootless {
 		t.Log("rootless: no nat table of the host's to read; the listener (rootlessport) publishes the port")
 	} else {
 		rules := testkit.DNATRules(t, hostPort)

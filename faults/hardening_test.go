@@ -182,7 +182,7 @@ func extraCaps(caps []string) []string {
 // hardeningOf reads, with the runtime's own tools, what it granted
 // container id.
 func hardeningOf(ctx context.Context, b testruntimes.Runtime, id string) (hardening, error) {
-	switch b.Name {
+	switch b.RT.Name() { // the adapter: both podman rows use podman
 	case docker.Name:
 		return dockerHardening(ctx, b.Docker, id)
 	case podman.Name:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func TestCLINoPasswordAtDebugLevel(t *testing.T) {
 		for name, ref := range e.Images {
 			env = append(env, provision.ImageEnvName(name)+"="+ref)
 		}
-		global := []string{"--runtime", b.Name, "--label-prefix", e.Prefix, "-v"}
+		global := append(slices.Clone(b.CLIFlags), "--label-prefix", e.Prefix, "-v")
 		run := func(args ...string) cliResult {
 			t.Helper()
 			res := runCLI(ctx, t, env, append(append([]string{}, global...), args...)...)

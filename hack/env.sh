@@ -3,9 +3,10 @@
 #
 # up (what `make env` runs; idempotent):
 #   - installs the Debian packages the build needs,
-#   - brings up each runtime of SANDBOXER_RUNTIMES (default: docker, podman
-#     and containerd, each through hack/env/<runtime>.sh) — starting daemons only when none
-#     answers, and recording what it started under build/run/,
+#   - brings up each runtime of SANDBOXER_RUNTIMES (default: docker, podman,
+#     podman-rootless and containerd, each through hack/env/<runtime>.sh) —
+#     starting daemons only when none answers, and recording what it
+#     started (and, for podman-rootless, what it changed) under build/run/,
 #   - builds (cached under ~/.cache/sandboxer) and serves the stand-in
 #     images from a registry on 127.0.0.1 (hack/images.sh),
 #   - writes build/images.env: image refs, registry and runtime endpoints,
@@ -22,7 +23,7 @@ runtimes() {
 		return
 	fi
 	local rt
-	for rt in docker podman containerd; do
+	for rt in docker podman podman-rootless containerd; do
 		[ -x "hack/env/$rt.sh" ] && echo "$rt"
 	done
 	return 0

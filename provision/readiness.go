@@ -20,7 +20,9 @@ type Readiness string
 const (
 	// ReadinessAuto (the default, also the zero value "") checks over the
 	// wire wherever the provisioner can reach the endpoint the consumer
-	// will use, and falls back to the exec probe where it cannot.
+	// will use, and falls back to the exec probe where it cannot (a
+	// sibling network of a rootless runtime, which lives in that
+	// runtime's own network namespace, is never dialled).
 	ReadinessAuto Readiness = "auto"
 	// ReadinessWire always checks over the wire: the engine's real client
 	// logs in with the handed-out credentials at the handed-out endpoint.
@@ -85,6 +87,15 @@ func (p *Provisioner) plan(ctx context.Context, s *service, target engines.Endpo
 		return cp
 	case p.opts.Network == "":
 		cp.mode, cp.why = ReadinessWire, "host mode: the published 127.0.0.1 port is reachable from here"
+		return cp
+	}
+	if info, err := p.rt.Version(ctx); err == nil && info.Rootless {
+		// A rootless runtime's networks live in its own network
+		// namespace: their addresses are not this host's to dial, and a
+		// dial that seems to answer has reached something else (a
+		// same-numbered bridge of a rootful runtime, a transparent
+		// proxy).
+		cp.why = fmt.Sprintf("%s is rootless: %s is in its own network namespace, not reachable from here", info.Runtime, hostPortOf(target))
 		return cp
 	}
 	ok, err := reachable(ctx, target)

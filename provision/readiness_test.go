@@ -121,12 +121,14 @@ func TestReadinessMode(t *testing.T) {
 		reach     func(context.Context, engines.Endpoint) (bool, error)
 		wantMode  provision.Readiness
 		wantWhy   string
+		rootless  bool // the runtime says it is rootless
 	}{
-		{"HostModeIsWire", provision.ReadinessAuto, "", unreachable, provision.ReadinessWire, "host mode"},
-		{"ReachableNetworkIsWire", provision.ReadinessAuto, "sbx-net", answers, provision.ReadinessWire, "answers from here"},
-		{"UnreachableNetworkFallsBackToExec", provision.ReadinessAuto, "sbx-net", unreachable, provision.ReadinessExec, "does not answer from here (i/o timeout)"},
-		{"ForcedExecInHostMode", provision.ReadinessExec, "", answers, provision.ReadinessExec, "forced"},
-		{"ForcedWireOnAnUnreachableNetwork", provision.ReadinessWire, "sbx-net", unreachable, provision.ReadinessWire, "forced"},
+		{"HostModeIsWire", provision.ReadinessAuto, "", unreachable, provision.ReadinessWire, "host mode", false},
+		{"ReachableNetworkIsWire", provision.ReadinessAuto, "sbx-net", answers, provision.ReadinessWire, "answers from here", false},
+		{"UnreachableNetworkFallsBackToExec", provision.ReadinessAuto, "sbx-net", unreachable, provision.ReadinessExec, "does not answer from here (i/o timeout)", false},
+		{"RootlessRuntimesNetworkIsExecEvenWhenADialAnswers", provision.ReadinessAuto, "sbx-net", answers, provision.ReadinessExec, "rootless: ", true},
+		{"ForcedExecInHostMode", provision.ReadinessExec, "", answers, provision.ReadinessExec, "forced", false},
+		{"ForcedWireOnAnUnreachableNetwork", provision.ReadinessWire, "sbx-net", unreachable, provision.ReadinessWire, "forced", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +139,7 @@ func TestReadinessMode(t *testing.T) {
 			opts.Registry = engines.MustRegistry(eng)
 			opts.Readiness = tt.readiness
 			opts.Network = tt.network
+			w.fake.SetRootless(tt.rootless)
 			if tt.network != "" {
 				_, err := w.fake.CreateNetwork(context.Background(), runtime.NetworkSpec{Name: tt.network})
 				require.NoError(t, err)

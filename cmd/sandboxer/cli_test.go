@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,12 +82,15 @@ func goTool() string {
 // says otherwise) under a label prefix of its own, and removes whatever
 // that prefix left on that runtime when the test ends.
 type cli struct {
-	t       *testing.T
-	own     testruntimes.Runtime // the runtime, for its own CLI
-	rt      runtime.ContainerRuntime
-	runtime string // the runtime's name, as --runtime takes it
-	prefix  string
-	env     []string // added to the process environment
+	t      *testing.T
+	own    testruntimes.Runtime // the runtime, for its own CLI
+	rt     runtime.ContainerRuntime
+	flags  []string // the global flags that reach the runtime (testruntimes.Runtime.CLIFlags)
+	prefix string
+	env    []string // added to the process environment
+	// user, when set, runs the binary as that unprivileged user, in its
+	// own environment instead of the test's (rootless_test.go).
+	user *rootlessUser
 }
 
 type result struct {
@@ -112,14 +116,14 @@ func newCLIOn(t *testing.T, name string, services ...string) *cli {
 	for _, s := range services {
 		testkit.Image(t, r.RT, s)
 	}
-	c := &cli{t: t, own: r, rt: r.RT, runtime: r.Name, prefix: "h9t" + testkit.RandomHex(4)}
+	c := &cli{t: t, own: r, rt: r.RT, flags: r.CLIFlags, prefix: "h9t" + testkit.RandomHex(4)}
 	t.Cleanup(c.removeAll)
 	return c
 }
 
 // args prepends the global flags that pin the runtime and the prefix.
 func (c *cli) args(args ...string) []string {
-	return append([]string{"--runtime", c.runtime, "--label-prefix", c.prefix}, args...)
+	return append(append(slices.Clone(c.flags), "--label-prefix", c.prefix), args...)
 }
 
 // auto runs sandboxer under the test's prefix, with env added, and the
@@ -131,6 +135,9 @@ func (c *cli) auto(env []string, args ...string) result {
 }
 
 func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
+	if c.user != nil {
+		return c.user.command(ctx, c.env, append([]string{c.user.binary}, args...)...)
+	}
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(os.Environ(), c.env...)
 	cmd.WaitDelay = 10 * time.Second

@@ -130,8 +130,10 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 		return rep
 	}
 	info := sel.Chosen.Info
-	if info.Rootless && info.CgroupVersion == "1" {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s runs rootless on cgroup v1: memory and CPU limits cannot be enforced, so sandboxes fail with %q (use cgroup v2 with delegated controllers, or a rootful runtime)", info.Runtime, runtime.ErrUnsupported))
+	if info.Rootless && info.CgroupVersion == "1" && a.unenforcedLimits {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s runs rootless on cgroup v1: memory and CPU limits cannot be enforced, and --unenforced-limits runs sandboxes without them (for enforced limits: cgroup v2 with the memory, cpu and pids controllers delegated to the user, or a rootful runtime)", info.Runtime))
+	} else if info.Rootless && info.CgroupVersion == "1" {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s runs rootless on cgroup v1: memory and CPU limits cannot be enforced, so sandboxes fail with %q; use cgroup v2 with the memory, cpu and pids controllers delegated to the user (or a rootful runtime), or accept unenforced limits with --unenforced-limits (%s=1)", info.Runtime, runtime.ErrUnsupported, envUnenforcedLimits))
 	} else if info.Rootless {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s runs rootless: limits need cgroup v2 with the memory, cpu and pids controllers delegated to the user", info.Runtime))
 	}
@@ -190,7 +192,11 @@ func writeDoctor(w io.Writer, rep doctorReport) {
 	}
 	tw.Flush()
 	if rep.Chosen != nil {
-		fmt.Fprintf(w, "chosen: %s at %s, version %s\n", rep.Chosen.Runtime, rep.Chosen.Endpoint, rep.Chosen.Version)
+		mode := ""
+		if rep.Chosen.Rootless {
+			mode = " (rootless)"
+		}
+		fmt.Fprintf(w, "chosen: %s%s at %s, version %s\n", rep.Chosen.Runtime, mode, rep.Chosen.Endpoint, rep.Chosen.Version)
 		fmt.Fprintf(w, "why: %s\n", rep.Reason)
 		fmt.Fprintf(w, "images on %s:\n", rep.Chosen.Runtime)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,7 @@ type app struct {
 	envPrefix           string
 	memory              string
 	cpus                float64
+	unenforcedLimits    bool
 	quiet               bool
 	verbose             bool
 	logFormat           string
@@ -113,6 +115,10 @@ func (a *app) main(ctx context.Context, args []string) int {
 	if code == ExitUsage && !a.started(root) {
 		msg += fmt.Sprintf(" (see %s --help)", commandPath(root, args))
 	}
+	if errors.Is(err, runtime.ErrUnsupported) && !a.unenforcedLimits {
+		// The adapter's advice names its Go option; this is the CLI's.
+		msg += fmt.Sprintf(" (the CLI's opt-out: --unenforced-limits or %s=1; `sandboxer doctor` says what else would do)", envUnenforcedLimits)
+	}
 	fmt.Fprintln(stdio.Err, "sandboxer: "+msg)
 	return code
 }
@@ -132,6 +138,10 @@ func commandPath(root *cobra.Command, args []string) string {
 
 // envReadiness sets --readiness when the flag is not given.
 const envReadiness = "SANDBOXER_READINESS"
+
+// envUnenforcedLimits sets --unenforced-limits when the flag is not given
+// (a boolean: 1, true, ...).
+const envUnenforcedLimits = "SANDBOXER_UNENFORCED_LIMITS"
 
 const rootLong = `sandboxer gives each agent, developer or CI job its own throwaway
 Postgres, Redis and Mongo, as sibling containers on Docker, Podman or
@@ -175,6 +185,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.envPrefix, "env-prefix", provision.DefaultEnvPrefix, "prefix of the emitted env variables")
 	f.StringVar(&a.memory, "memory", "512m", "memory limit per sandbox (bytes, or with a k, m or g suffix)")
 	f.Float64Var(&a.cpus, "cpus", provision.DefaultCPUs, "CPU quota per sandbox, in cores (fractional)")
+	f.BoolVar(&a.unenforcedLimits, "unenforced-limits", false, "run sandboxes although the runtime cannot enforce --memory/--cpus (rootless Podman on cgroup v1), with a warning, instead of failing (env "+envUnenforcedLimits+"=1)")
 	f.StringVar(&a.readinessFlag, "readiness", "", "how a sandbox is judged ready: auto, wire (the engine's real client over the network) or exec (the engine's probe inside the sandbox) (env SANDBOXER_READINESS; default auto)")
 	f.BoolVarP(&a.quiet, "quiet", "q", false, "only errors on stderr, no progress")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logs on stderr (never passwords)")
@@ -218,6 +229,11 @@ func (a *app) prepare() error {
 	if a.readiness, err = provision.ParseReadiness(readiness); err != nil {
 		return usagef("%s %q: want auto, wire or exec", from, readiness)
 	}
+	if v := a.getenv(envUnenforcedLimits); v != "" && !a.unenforcedLimits {
+		if a.unenforcedLimits, err = strconv.ParseBool(v); err != nil {
+			return usagef("%s=%q: want 1 or 0", envUnenforcedLimits, v)
+		}
+	}
 	a.imageMap, err = parseImages(a.registry, a.images)
 	if err != nil {
 		return &usageError{err}
@@ -257,6 +273,7 @@ func (a *app) detectOptions() detect.Options {
 		ContainerHost:       a.containerHost,
 		ContainerdAddress:   a.containerdAddress,
 		ContainerdNamespace: a.containerdNamespace,
+		UnenforcedLimits:    a.unenforcedLimits,
 		Getenv:              a.getenv,
 		Logger:              a.log,
 	}

@@ -78,6 +78,7 @@ func TestUsageErrorsComeBeforeAnyRuntimeContact(t *testing.T) {
 		{"BadLogFormat", nil, []string{"--log-format", "xml", "ls"}, `--log-format "xml"`},
 		{"BadReadiness", nil, []string{"--readiness", "tcp", "up", "--owner", "1", "-s", "redis"}, `--readiness "tcp": want auto, wire or exec`},
 		{"BadReadinessEnv", map[string]string{"SANDBOXER_READINESS": "ping"}, []string{"doctor"}, `SANDBOXER_READINESS "ping"`},
+		{"BadUnenforcedLimitsEnv", map[string]string{"SANDBOXER_UNENFORCED_LIMITS": "maybe"}, []string{"doctor"}, `SANDBOXER_UNENFORCED_LIMITS="maybe": want 1 or 0`},
 		{"QuietAndVerbose", nil, []string{"-q", "-v", "ls"}, "none of the others can be"},
 		{"RunWithoutCMD", nil, []string{"run", "-s", "redis"}, "requires at least 1 arg"},
 		{"NegativeGrace", nil, []string{"gc", "--grace", "-1s"}, "--grace -1s"},

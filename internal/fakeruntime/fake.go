@@ -101,6 +101,7 @@ type Runtime struct {
 	inflight    map[string]int
 	maxInflight map[string]int
 	nextIP      int
+	rootless    bool
 }
 
 type container struct {
@@ -329,7 +330,16 @@ func (f *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 		return runtime.Info{}, err
 	}
 	defer end()
-	return runtime.Info{Runtime: f.name, Endpoint: f.Endpoint(), Version: "0", CgroupVersion: "2"}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return runtime.Info{Runtime: f.name, Endpoint: f.Endpoint(), Version: "0", CgroupVersion: "2", Rootless: f.rootless}, nil
+}
+
+// SetRootless makes Version report a rootless runtime.
+func (f *Runtime) SetRootless(rootless bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rootless = rootless
 }
 
 // ImageExists reports whether ref is present.

@@ -152,3 +152,28 @@ func Image(t testing.TB, runtime, name string) string {
 	}
 	return ref
 }
+
+// The podman-rootless row: the same adapter as the podman row, talking to
+// an unprivileged user's own rootless service (hack/env/podman-rootless.sh
+// makes that user and starts its service; build/images.env says where).
+const (
+	// PodmanRootless names the row: its tests are
+	// <Test>/podman-rootless/..., and SANDBOXER_REQUIRE lists it as such.
+	PodmanRootless = "podman-rootless"
+	// EnvPodmanRootlessHost is the rootless service's endpoint,
+	// "unix:///run/user/<uid>/podman/podman.sock".
+	EnvPodmanRootlessHost = "SANDBOXER_PODMAN_ROOTLESS_HOST"
+	// EnvPodmanRootlessUser is the unprivileged user whose service it is.
+	EnvPodmanRootlessUser = "SANDBOXER_PODMAN_ROOTLESS_USER"
+)
+
+// PodmanRootlessHost returns EnvPodmanRootlessHost, or ends the test via
+// Unavailable (runtime PodmanRootless) when it is not set.
+func PodmanRootlessHost(t testing.TB) string {
+	t.Helper()
+	host := Getenv(EnvPodmanRootlessHost)
+	if host == "" {
+		Unavailable(t, PodmanRootless, "%s is not set (run `make env`)", EnvPodmanRootlessHost)
+	}
+	return host
+}

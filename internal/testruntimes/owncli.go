@@ -26,7 +26,7 @@ const ownCLITimeout = 2 * time.Minute
 func (r Runtime) OwnCLI(t testing.TB, args ...string) string {
 	t.Helper()
 	var argv []string
-	switch r.Name {
+	switch r.RT.Name() { // the adapter: both podman rows use podman
 	case docker.Name:
 		argv = append([]string{"docker", "--host", r.RT.Endpoint()}, args...)
 	case podman.Name:
@@ -55,7 +55,7 @@ func (r Runtime) OwnCLI(t testing.TB, args ...string) string {
 func (r Runtime) LabelledNames(t testing.TB, key, value string) []string {
 	t.Helper()
 	var out string
-	if r.Name == containerd.Name {
+	if r.RT.Name() == containerd.Name {
 		// On containerd the ID is the name.
 		out = r.OwnCLI(t, "containers", "ls", "-q", `labels."`+key+`"==`+value)
 	} else {

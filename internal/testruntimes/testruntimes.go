@@ -1,7 +1,8 @@
 // Package testruntimes is what the cross-runtime test suites (integration/,
 // faults/, the CLI's tests) share about the real runtimes they cover: which
-// runtimes (detect.Runtimes: Docker, Podman, containerd), connected as the
-// CLI connects to them (runtime/detect), a helper that runs a subtest per
+// runtimes (detect.Runtimes: Docker, Podman, containerd, and Podman
+// rootless as an unprivileged user runs it), connected as the CLI connects
+// to them (runtime/detect), a helper that runs a subtest per
 // runtime, a test's world of sandboxes on one runtime (World), a runtime
 // that records what the provisioner asked of it (Recorder), and a first
 // login to a sandbox with its engine's real client (Login).
@@ -19,6 +20,7 @@ package testruntimes
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,14 +34,17 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/podman"
 )
 
 // pingTimeout bounds connecting to one runtime: generous, because the
 // daemons are shared with other packages' tests running at the same time.
 const pingTimeout = 15 * time.Second
 
-// Names are the runtimes the tests cover, in this order.
-var Names = detect.Runtimes
+// Names are the runtimes the tests cover, in this order: the CLI's
+// (detect.Runtimes), then testenv.PodmanRootless, the podman adapter on an
+// unprivileged user's rootless service.
+var Names = append(slices.Clone(detect.Runtimes), testenv.PodmanRootless)
 
 // Runtime is one connected runtime a test runs against.
 type Runtime struct {
@@ -51,6 +56,10 @@ type Runtime struct {
 	// Docker is a Docker API client on the same daemon, for what the port
 	// does not report; nil on every runtime but Docker.
 	Docker *client.Client
+	// CLIFlags are the CLI's global flags that make it talk to this
+	// runtime as RT does ("--runtime docker"; on the rootless row the
+	// podman runtime at the user's socket, with --unenforced-limits).
+	CLIFlags []string
 	// DanglingVolumes lists the volumes no container uses; nil when the
 	// runtime has no notion of volumes outside containers that tests check
 	// (only Docker sets it: the conformance suite proves that Remove
@@ -87,7 +96,8 @@ func ForEach(t *testing.T, fn func(t *testing.T, r Runtime), opts ...Option) {
 // name` would (detect.Detect: DOCKER_HOST, CONTAINER_HOST,
 // CONTAINERD_ADDRESS and CONTAINERD_NAMESPACE from the environment and
 // build/images.env, else the runtime's well-known sockets), and closes it
-// when the test ends. A runtime that does not answer ends the test through
+// when the test ends. testenv.PodmanRootless is the podman adapter at
+// testenv.EnvPodmanRootlessHost, with the limits opt-out (CLIFlags). A runtime that does not answer ends the test through
 // testenv.Unavailable; under -short the test skips at once.
 func Connect(t testing.TB, name string, opts ...Option) Runtime {
 	t.Helper()
@@ -98,12 +108,22 @@ func Connect(t testing.TB, name string, opts ...Option) Runtime {
 		set(&o)
 	}
 	ctx := testkit.Context(t, 2*pingTimeout)
-	sel, err := detect.Detect(ctx, detect.Options{Runtime: name, PingTimeout: pingTimeout, Logger: o.logger})
+	dopts := detect.Options{Runtime: name, PingTimeout: pingTimeout, Logger: o.logger}
+	flags := []string{"--runtime", name}
+	if name == testenv.PodmanRootless {
+		// Rootless Podman on cgroup v1 cannot enforce the provisioner's
+		// default memory and CPU limits: the tests of this row opt out,
+		// as a user there must (the conformance suite, which connects on
+		// its own, asserts the refusal without it).
+		dopts.Runtime, dopts.ContainerHost, dopts.UnenforcedLimits = podman.Name, testenv.PodmanRootlessHost(t), true
+		flags = []string{"--runtime", podman.Name, "--container-host", dopts.ContainerHost, "--unenforced-limits"}
+	}
+	sel, err := detect.Detect(ctx, dopts)
 	if err != nil {
 		testenv.Unavailable(t, name, "%v", err)
 	}
 	t.Cleanup(func() { sel.Runtime.Close() })
-	r := Runtime{Name: name, RT: sel.Runtime}
+	r := Runtime{Name: name, RT: sel.Runtime, CLIFlags: flags}
 	if name == docker.Name {
 		r.Docker, r.DanglingVolumes = dockerClient(t, sel.Chosen.Endpoint)
 	}

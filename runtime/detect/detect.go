@@ -216,6 +216,14 @@ type Options struct {
 	// handed to the adapters.
 	Logger *slog.Logger
 
+	// UnenforcedLimits lets the chosen runtime run containers whose
+	// memory, CPU or pids limits it cannot enforce (rootless Podman on
+	// cgroup v1), with a warning, instead of refusing them as
+	// runtime.ErrUnsupported: podman.WithUnenforcedLimits. An explicit
+	// opt-out, read by the default Connect only; the other adapters
+	// enforce limits or refuse them whatever it says.
+	UnenforcedLimits bool
+
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
 	// SocketExists reports whether a unix socket exists at path (default:
@@ -241,7 +249,10 @@ func (o Options) withDefaults() Options {
 		o.SocketUsable = socketUsable
 	}
 	if o.Connect == nil {
-		o.Connect = Connect
+		unenforced := o.UnenforcedLimits
+		o.Connect = func(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error) {
+			return connect(c, logger, unenforced)
+		}
 	}
 	if o.PingTimeout <= 0 {
 		o.PingTimeout = DefaultPingTimeout
@@ -486,6 +497,12 @@ func (p Probe) skipped() string {
 // Connect makes the adapter for c without contacting it: docker.New,
 // podman.New or containerd.New with c's endpoint (and namespace).
 func Connect(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error) {
+	return connect(c, logger, false)
+}
+
+// connect is Connect, with podman.WithUnenforcedLimits when unenforced
+// (Options.UnenforcedLimits).
+func connect(c Candidate, logger *slog.Logger, unenforced bool) (runtime.ContainerRuntime, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -493,7 +510,11 @@ func Connect(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error)
 	case docker.Name:
 		return docker.New(docker.WithHost(c.Endpoint), docker.WithLogger(logger))
 	case podman.Name:
-		return podman.New(podman.WithHost(c.Endpoint), podman.WithLogger(logger))
+		opts := []podman.Option{podman.WithHost(c.Endpoint), podman.WithLogger(logger)}
+		if unenforced {
+			opts = append(opts, podman.WithUnenforcedLimits())
+		}
+		return podman.New(opts...)
 	case containerd.Name:
 		opts := []containerd.Option{containerd.WithAddress(strings.TrimPrefix(c.Endpoint, "unix://")), containerd.WithLogger(logger)}
 		if c.Namespace != "" {

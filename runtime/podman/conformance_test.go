@@ -13,42 +13,60 @@ import (
 )
 
 // TestConformance runs the shared suite against the service of the
-// environment (CONTAINER_HOST, else the default sockets): the subtests are
-// TestConformance/podman/<Semantic>.
+// environment (CONTAINER_HOST, else the default sockets), then against the
+// unprivileged user's rootless service (testenv.EnvPodmanRootlessHost):
+// the subtests are TestConformance/podman/<Semantic> and
+// TestConformance/podman-rootless/<Semantic>. Neither row opts out of
+// limits: on the rootless one the suite checks that a service that cannot
+// enforce them refuses them.
 func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the Podman service (-short runs unit tests only)")
 	}
 	fx := conformance.FixturesFromEnv(t, Name)
+	testenv.Load()
+	runConformance(t, Name, fx, nil)
+	rootless := testenv.Getenv(testenv.EnvPodmanRootlessHost)
+	runConformance(t, testenv.PodmanRootless, fx, []Option{WithHost(rootless)})
+}
 
+// runConformance runs the suite as row against the service that opts
+// reach. A service that does not answer ends the row's subtest through
+// testenv.Unavailable (as row), not the other row's.
+func runConformance(t *testing.T, row string, fx conformance.Fixtures, opts []Option) {
 	// A runtime of its own for what the port does not offer: the volume
 	// list and the service's storage root.
-	testenv.Load()
-	probe, err := New()
-	if err != nil {
-		testenv.Unavailable(t, Name, "%v", err)
+	probe, err := New(opts...)
+	var root string
+	if err == nil {
+		t.Cleanup(func() { _ = probe.Close() })
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		root, err = probe.graphRoot(ctx)
+		cancel()
 	}
-	t.Cleanup(func() { _ = probe.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	root, err := probe.graphRoot(ctx)
-	if err != nil {
-		testenv.Unavailable(t, Name, "%v", err)
+	if row == testenv.PodmanRootless && testenv.Getenv(testenv.EnvPodmanRootlessHost) == "" {
+		err = nil // New below ends the row with the missing variable's name
 	}
-
 	conformance.Run(t, conformance.Config{
 		Runtime:  Name,
+		Row:      row,
 		Fixtures: fx,
 		New: func(t testing.TB) runtime.ContainerRuntime {
-			r, err := New()
+			if row == testenv.PodmanRootless {
+				testenv.PodmanRootlessHost(t)
+			}
 			if err != nil {
-				testenv.Unavailable(t, Name, "%v", err)
+				testenv.Unavailable(t, row, "%v", err)
+			}
+			r, err := New(opts...)
+			if err != nil {
+				testenv.Unavailable(t, row, "%v", err)
 			}
 			t.Cleanup(func() { _ = r.Close() })
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if _, err := r.Version(ctx); err != nil {
-				testenv.Unavailable(t, Name, "%v", err)
+				testenv.Unavailable(t, row, "%v", err)
 			}
 			return r
 		},

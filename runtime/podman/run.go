@@ -114,8 +114,15 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 		}
 		return nil, "", r.wrap(op, obj, err)
 	}
+	// Where checkEnforceable has already warned that the limits will not
+	// be enforced (the opt-out), the service's own warning and the
+	// comparison below say it again: debug lines, not three warnings.
+	warn := r.opts.Logger.WarnContext
+	if known := r.opts.unenforcedLimits && c.svc.rootless && c.svc.cgroupV1; known {
+		warn = r.opts.Logger.DebugContext
+	}
 	for _, w := range resp.Warnings {
-		r.opts.Logger.WarnContext(ctx, "podman: service warning on create", "container", adapterkit.Object(spec, resp.ID), "warning", w)
+		warn(ctx, "podman: service warning on create", "container", adapterkit.Object(spec, resp.ID), "warning", w)
 	}
 	got, err := c.inspectContainer(ctx, resp.ID)
 	if err != nil {
@@ -124,7 +131,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	}
 	if err := checkLimits(sg.ResourceLimits, got.HostConfig, resp.Warnings); err != nil {
 		if r.opts.unenforcedLimits {
-			r.opts.Logger.WarnContext(ctx, "podman: limits not enforced (WithUnenforcedLimits)", "container", adapterkit.Object(spec, resp.ID), "error", err)
+			warn(ctx, "podman: limits not enforced (WithUnenforcedLimits)", "container", adapterkit.Object(spec, resp.ID), "error", err)
 		} else {
 			_ = r.discard(ctx, c, op, resp.ID)
 			return nil, "", runtime.NewError(Name, op, adapterkit.Object(spec, resp.ID), runtime.ErrUnsupported, err)
