@@ -1,0 +1,357 @@
+package sandboxtest_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
+	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/runtime/detect"
+	"github.com/roboco/sandboxer/sandboxtest"
+)
+
+// parallelTests is how many parallel tests the isolation test runs at
+// once (TestMain raises -test.parallel so that they all do).
+const parallelTests = 100
+
+// itemsFS is a migration set: the table every postgres test writes to.
+var itemsFS = fstest.MapFS{
+	"002_seed.sql":  {Data: []byte("insert into items (marker) values ('seed');")},
+	"001_items.sql": {Data: []byte("create table items (marker text not null);\ncreate index on items (marker);")},
+}
+
+// client is one engine's real client, as a test under test would use it
+// at its database's URL.
+type client struct {
+	// write stores marker in the database at rawURL.
+	write func(ctx context.Context, rawURL, marker string) error
+	// read lists the markers stored there.
+	read func(ctx context.Context, rawURL string) ([]string, error)
+	// left lists, of names, the databases still on the server at
+	// serverURL (for redis: the ones still holding keys).
+	left func(ctx context.Context, serverURL string, names []string) ([]string, error)
+	// seeded are the markers the template holds before any test writes.
+	seeded []string
+}
+
+var clients = map[string]client{
+	"postgres": {
+		seeded: []string{"seed"},
+		write: func(ctx context.Context, rawURL, marker string) error {
+			conn, err := pgx.Connect(ctx, rawURL)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			_, err = conn.Exec(ctx, "insert into items (marker) values ($1)", marker)
+			return err
+		},
+		read: func(ctx context.Context, rawURL string) ([]string, error) {
+			conn, err := pgx.Connect(ctx, rawURL)
+			if err != nil {
+				return nil, err
+			}
+			defer conn.Close(ctx)
+			rows, _ := conn.Query(ctx, "select marker from items order by marker")
+			return pgx.CollectRows(rows, pgx.RowTo[string])
+		},
+		left: func(ctx context.Context, serverURL string, names []string) ([]string, error) {
+			conn, err := pgx.Connect(ctx, serverURL)
+			if err != nil {
+				return nil, err
+			}
+			defer conn.Close(ctx)
+			rows, _ := conn.Query(ctx, "select datname from pg_database where datname = any($1) order by datname", names)
+			return pgx.CollectRows(rows, pgx.RowTo[string])
+		},
+	},
+	"redis": {
+		write: func(ctx context.Context, rawURL, marker string) error {
+			c, err := redisClient(rawURL)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return c.Set(ctx, "marker:"+marker, marker, 0).Err()
+		},
+		read: func(ctx context.Context, rawURL string) ([]string, error) {
+			c, err := redisClient(rawURL)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Close()
+			keys, err := c.Keys(ctx, "*").Result()
+			if err != nil {
+				return nil, err
+			}
+			var out []string
+			for _, k := range keys {
+				v, err := c.Get(ctx, k).Result()
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, v)
+			}
+			return out, nil
+		},
+		left: func(ctx context.Context, serverURL string, names []string) ([]string, error) {
+			var out []string
+			for _, n := range names {
+				u, err := url.Parse(serverURL)
+				if err != nil {
+					return nil, err
+				}
+				u.Path = "/" + n
+				c, err := redisClient(u.String())
+				if err != nil {
+					return nil, err
+				}
+				size, err := c.DBSize(ctx).Result()
+				c.Close()
+				if err != nil {
+					return nil, err
+				}
+				if size > 0 {
+					out = append(out, n)
+				}
+			}
+			return out, nil
+		},
+	},
+	"mongo": {
+		write: func(ctx context.Context, rawURL, marker string) error {
+			c, db, err := mongoClient(rawURL)
+			if err != nil {
+				return err
+			}
+			defer c.Disconnect(ctx)
+			_, err = c.Database(db).Collection("items").InsertOne(ctx, bson.D{{Key: "marker", Value: marker}})
+			return err
+		},
+		read: func(ctx context.Context, rawURL string) ([]string, error) {
+			c, db, err := mongoClient(rawURL)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Disconnect(ctx)
+			cur, err := c.Database(db).Collection("items").Find(ctx, bson.D{})
+			if err != nil {
+				return nil, err
+			}
+			var docs []struct {
+				Marker string `bson:"marker"`
+			}
+			if err := cur.All(ctx, &docs); err != nil {
+				return nil, err
+			}
+			var out []string
+			for _, d := range docs {
+				out = append(out, d.Marker)
+			}
+			return out, nil
+		},
+		left: func(ctx context.Context, serverURL string, names []string) ([]string, error) {
+			c, _, err := mongoClient(serverURL)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Disconnect(ctx)
+			return c.ListDatabaseNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: names}}}})
+		},
+	},
+}
+
+func redisClient(rawURL string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewClient(opts), nil
+}
+
+// mongoClient connects to rawURL and names the database in its path.
+func mongoClient(rawURL string) (*mongo.Client, string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := mongo.Connect(options.Client().ApplyURI(rawURL))
+	return c, u.Path[1:], err
+}
+
+// serverURL is rawURL at the server's own database: where a client looks
+// at every test's database from outside.
+func serverURL(t *testing.T, engine, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	require.NoError(t, err)
+	u.Path = map[string]string{"postgres": "/postgres", "redis": "/0", "mongo": "/admin"}[engine]
+	return u.String()
+}
+
+// dbOptions pin the shared sandboxes to r under a label prefix of the
+// test's own (a shared sandbox of its own, which no other test sees). When
+// the test ends, after its databases' release, sandboxtest.Close tears
+// the shared sandboxes down, as Main does when a binary's tests end (the
+// top-level tests of this package run one at a time): the runtime lists
+// none of the test's prefix afterwards. What a failed run leaves behind
+// is removed by label.
+func dbOptions(t *testing.T, r testruntimes.Runtime, engine string) sandboxtest.DBOptions {
+	t.Helper()
+	testenv.Image(t, r.Name, engine)
+	prefix := "sbt" + testkit.RandomHex(4)
+	sel := map[string]string{prefix + ".sandbox": "1"}
+	testkit.CleanupLabelled(t, r.RT, sel)
+	t.Cleanup(func() {
+		require.NoError(t, sandboxtest.Close())
+		got, err := r.RT.List(testkit.Context(t, 30*time.Second), sel)
+		require.NoError(t, err)
+		assert.Empty(t, testkit.Names(got), "Close tore the shared sandbox down")
+	})
+	return sandboxtest.DBOptions{
+		Options:    sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: r.Name}},
+		Migrations: sandboxtest.MigrateFS(itemsFS),
+	}
+}
+
+// TestParallelTestsGetDatabasesOfTheirOwn: 100 parallel tests, all
+// holding their database at once, each write a marker and read back only
+// their own (and the template's seed), with the engine's real client; 100
+// distinct databases were handed out; once the tests end every one is
+// gone (redis: flushed), seen by a client of the server's own.
+func TestParallelTestsGetDatabasesOfTheirOwn(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
+		for _, engine := range []string{"postgres", "redis", "mongo"} {
+			t.Run(engine, func(t *testing.T) {
+				cl := clients[engine]
+				opts := dbOptions(t, r, engine)
+				var (
+					mu     sync.Mutex
+					names  = map[string]string{} // database -> test
+					server string
+				)
+				all := make(chan struct{})
+				var arrived sync.WaitGroup
+				arrived.Add(parallelTests)
+				go func() { arrived.Wait(); close(all) }()
+				t.Run("Tests", func(t *testing.T) {
+					for i := range parallelTests {
+						t.Run(fmt.Sprint(i), func(t *testing.T) {
+							t.Parallel()
+							var once sync.Once
+							defer once.Do(arrived.Done) // a failed test still lets the others go on
+							ctx := testkit.Context(t, 2*time.Minute)
+							db := sandboxtest.NewDB(t, engine, opts)
+							assert.Equal(t, engine, db.Engine)
+							require.NoError(t, cl.write(ctx, db.URL, t.Name()))
+							once.Do(arrived.Done)
+							select {
+							case <-all:
+							case <-ctx.Done():
+								t.Fatal("the other tests never all held their database")
+							}
+							got, err := cl.read(ctx, db.URL)
+							require.NoError(t, err)
+							assert.ElementsMatch(t, append([]string{t.Name()}, cl.seeded...), got, "only its own rows")
+							mu.Lock()
+							defer mu.Unlock()
+							assert.NotContains(t, names, db.Name, "handed out twice at once")
+							names[db.Name] = t.Name()
+							server = serverURL(t, engine, db.URL)
+						})
+					}
+				})
+				require.Len(t, names, parallelTests, "distinct databases")
+				var handed []string
+				for n := range names {
+					handed = append(handed, n)
+				}
+				testkit.Poll(t, time.Minute, 100*time.Millisecond, func() error {
+					left, err := cl.left(testkit.Context(t, 30*time.Second), server, handed)
+					require.NoError(t, err)
+					if len(left) > 0 {
+						return fmt.Errorf("%d databases left: %v", len(left), left)
+					}
+					return nil
+				}, "every test's database released when it ended")
+			})
+		}
+	})
+}
+
+// TestDBEnvAndOwner: a per-test database comes with its engine's env for
+// that database, and the shared sandbox it lives on is owned by the test
+// process (a sweep with no grace keeps it), named as a sandbox of its own.
+func TestDBEnvAndOwner(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
+		opts := dbOptions(t, r, "postgres")
+		db := sandboxtest.NewDB(t, "postgres", opts)
+		assert.Equal(t, r.Name, db.Runtime)
+		assert.Equal(t, db.Name, db.Getenv("ROBOCO_TEST_DB_NAME"))
+		assert.Equal(t, db.URL, db.Getenv("ROBOCO_TEST_DB_URL"))
+		assert.Equal(t, "sandbox", db.Getenv("ROBOCO_TEST_DB_USER"))
+		u, err := url.Parse(db.URL)
+		require.NoError(t, err)
+		assert.Equal(t, "/"+db.Name, u.Path)
+		assert.Equal(t, u.Hostname(), db.Getenv("ROBOCO_TEST_DB_HOST"))
+
+		other := sandboxtest.NewDB(t, "postgres", opts)
+		assert.NotEqual(t, db.Name, other.Name)
+		assert.Equal(t, db.Container, other.Container, "one shared sandbox")
+
+		ctx := testkit.Context(t, time.Minute)
+		got, err := r.RT.List(ctx, labels.For(opts.LabelPrefix).Sandboxes())
+		require.NoError(t, err)
+		require.Len(t, got, 1, "one container for both databases")
+		assert.Equal(t, db.Container, got[0].Name)
+		j := janitor.New(r.RT, janitor.Options{Prefix: opts.LabelPrefix, NoGrace: true})
+		rep, err := j.Sweep(ctx)
+		require.NoError(t, err)
+		assert.Empty(t, rep.Removed, "a live test process owns it: %s", rep)
+	})
+}
+
+// TestRedisAndMongoURLs: redis hands out /N of a logical database other
+// than 0; mongo's URL authenticates against admin.
+func TestRedisAndMongoURLs(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
+		t.Run("redis", func(t *testing.T) {
+			rd := sandboxtest.NewDB(t, "redis", dbOptions(t, r, "redis"))
+			assert.Regexp(t, `^redis://:[0-9a-f]{32}@127\.0\.0\.1:\d+/([1-9]\d*)$`, rd.URL)
+			assert.Equal(t, "/"+rd.Name, must(url.Parse(rd.URL)).Path)
+		})
+		t.Run("mongo", func(t *testing.T) {
+			mg := sandboxtest.NewDB(t, "mongo", dbOptions(t, r, "mongo"))
+			u := must(url.Parse(mg.URL))
+			assert.Equal(t, "admin", u.Query().Get("authSource"))
+			assert.Equal(t, "/"+mg.Name, u.Path)
+			assert.Equal(t, mg.Name, mg.Getenv("ROBOCO_TEST_MONGO_DB"))
+			_, err := engines.Default.Login(testkit.Context(t, time.Minute), "mongo", mg.URL)
+			assert.NoError(t, err, "mongo-driver logs in at the database's URL")
+		})
+	})
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
