@@ -2,9 +2,15 @@ package sandboxtest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -354,4 +360,125 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// onDockerDB is dbOptions on Docker alone, for what no runtime changes.
+func onDockerDB(t *testing.T, engine string) sandboxtest.DBOptions {
+	t.Helper()
+	return dbOptions(t, testruntimes.Connect(t, "docker"), engine)
+}
+
+// TestTemplateBuiltOncePerMigrationSet: parallel first tests of one
+// migration set wait for one build; another set (here: another version)
+// gets a template of its own; every database has its set's tables.
+func TestTemplateBuiltOncePerMigrationSet(t *testing.T) {
+	opts := onDockerDB(t, "postgres")
+	var builds sync.Map // version -> *atomic.Int64
+	migrate := func(version string) sandboxtest.Migrations {
+		n, _ := builds.LoadOrStore(version, new(atomic.Int64))
+		return sandboxtest.MigrateFunc(version, func(ctx context.Context, rawURL string) error {
+			n.(*atomic.Int64).Add(1)
+			conn, err := pgx.Connect(ctx, rawURL)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			_, err = conn.Exec(ctx, "create table "+pgx.Identifier{"v" + version}.Sanitize()+" (id int)")
+			return err
+		})
+	}
+	t.Run("Tests", func(t *testing.T) {
+		for i := range 20 {
+			version := fmt.Sprint(i % 2)
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				o := opts
+				o.Migrations = migrate(version)
+				db := sandboxtest.NewDB(t, "postgres", o)
+				ctx := testkit.Context(t, time.Minute)
+				conn, err := pgx.Connect(ctx, db.URL)
+				require.NoError(t, err)
+				defer conn.Close(ctx)
+				var tables []string
+				rows, _ := conn.Query(ctx, "select tablename from pg_tables where schemaname = 'public'")
+				tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				require.NoError(t, err)
+				assert.Equal(t, []string{"v" + version}, tables, "its own set's template")
+			})
+		}
+	})
+	for _, v := range []string{"0", "1"} {
+		n, ok := builds.Load(v)
+		require.True(t, ok)
+		assert.Equal(t, int64(1), n.(*atomic.Int64).Load(), "set %s built once", v)
+	}
+}
+
+// TestPoolAndStrategyChoices: with the pool or without, and with either
+// CREATE DATABASE strategy, a test gets a migrated database of its own;
+// a bad strategy fails with a clear error before anything starts.
+func TestPoolAndStrategyChoices(t *testing.T) {
+	base := onDockerDB(t, "postgres")
+	tests := []struct {
+		name     string
+		pool     int
+		strategy string
+	}{
+		{"PoolDefaultStrategy", 0, ""},
+		{"PoolWALLog", 2, sandboxtest.StrategyWALLog},
+		{"NoPoolFileCopy", -1, sandboxtest.StrategyFileCopy},
+		{"NoPoolWALLog", -1, sandboxtest.StrategyWALLog},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base
+			o.Pool, o.Strategy = tt.pool, tt.strategy
+			db := sandboxtest.NewDB(t, "postgres", o)
+			got, err := clients["postgres"].read(testkit.Context(t, time.Minute), db.URL)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"seed"}, got)
+		})
+	}
+}
+
+// envKeepChild, set to a label prefix, makes TestKeptOnFailure its own
+// child: a test that fails holding a postgres database it asked to keep.
+const envKeepChild = "SANDBOXTEST_KEEP_CHILD"
+
+// TestKeptOnFailure: a failed test's database is kept when asked for, its
+// name printed, and the shared sandbox that holds it outlives the test
+// binary (Main says so); the database is still there, seen by psql inside
+// that container. It runs itself in a child test binary, as the child.
+func TestKeptOnFailure(t *testing.T) {
+	if prefix, ok := os.LookupEnv(envKeepChild); ok {
+		opts := sandboxtest.DBOptions{
+			Options:       sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: "docker"}},
+			Migrations:    sandboxtest.MigrateFS(itemsFS),
+			KeepOnFailure: true,
+		}
+		db := sandboxtest.NewDB(t, "postgres", opts)
+		fmt.Printf("database=%s\n", db.Name)
+		t.Fatal("failing on purpose")
+	}
+	opts, _ := onDocker(t, "postgres") // the child's shared sandbox is removed by label
+	const self = "TestKeptOnFailure"
+	cmd := exec.Command(os.Args[0], "-test.run=^"+self+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), envKeepChild+"="+opts.LabelPrefix)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "the child failed: %v\n%s", err, out)
+	m := regexp.MustCompile(`(?m)^database=(\S+)$`).FindSubmatch(out)
+	require.NotNil(t, m, "%s", out)
+	name := string(m[1])
+	assert.Contains(t, string(out), fmt.Sprintf("kept postgres database %q", name))
+	assert.Contains(t, string(out), "stays, with the databases kept for failed tests")
+
+	ps, err := exec.Command("docker", "ps", "-q", "--filter", "label="+opts.LabelPrefix+".sandbox=1").Output()
+	require.NoError(t, err)
+	ids := strings.Fields(string(ps))
+	require.Len(t, ids, 1, "the shared sandbox outlived the child")
+	count, err := exec.Command("docker", "exec", ids[0], "psql", "-U", "sandbox", "-d", "postgres", "-tA",
+		"-c", "select count(*) from pg_database where datname = '"+name+"'").CombinedOutput()
+	require.NoError(t, err, "%s", count)
+	assert.Equal(t, "1", strings.TrimSpace(string(count)), "the kept database is still there")
 }
