@@ -23,7 +23,8 @@ type DBOptions struct {
 	// Options are the shared sandbox's (runtime, prefixes, images,
 	// limits): tests that pass the same ones share one sandbox per engine.
 	// MemoryBytes defaults to 2 GiB for a shared sandbox, since it holds
-	// every parallel test's database on tmpfs.
+	// every parallel test's database on tmpfs, and CPUs to the host's
+	// cores, since every parallel test's queries land on it.
 	Options
 	// Migrations build the template every postgres database is cloned
 	// from (zero: an empty template). Ignored by the other engines.

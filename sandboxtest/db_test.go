@@ -204,7 +204,7 @@ func mongoClient(rawURL string) (*mongo.Client, string, error) {
 
 // serverURL is rawURL at the server's own database: where a client looks
 // at every test's database from outside.
-func serverURL(t *testing.T, engine, rawURL string) string {
+func serverURL(t testing.TB, engine, rawURL string) string {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	require.NoError(t, err)

@@ -32,15 +32,20 @@ const (
 // (bench: BenchmarkPostgresClone).
 const DefaultStrategy = StrategyFileCopy
 
-// DefaultPool is how many databases are cloned ahead per template: enough
-// for a burst of 8 parallel tests to pop one each while the workers clone
-// the next.
-const DefaultPool = 8
+// DefaultPool is how many databases are cloned ahead per template: a
+// burst of that many tests each pops one while the workers clone the
+// next.
+const DefaultPool = 16
 
-// cloneWorkers bounds the clones in flight per template: one postgres
-// server clones no faster with more (each clone is disk and catalogue
-// work on the same server), and the test binary's CPU is the tests'.
-const cloneWorkers = 2
+// workers bounds the clones and drops in flight on one shared server:
+// one postgres server clones no faster with more (each clone is file and
+// catalogue work on the same server), and the CPU is the tests' too.
+const workers = 2
+
+// maxPendingDrops is how many released databases may wait for their drop
+// while the pools are refilled first (about 8 MB each of the sandbox's
+// memory, on tmpfs); past it, drops come first.
+const maxPendingDrops = 64
 
 // closeTimeout bounds closing a connection to the shared server, which
 // may be gone already (a killed container).
@@ -116,8 +121,10 @@ func hash(parts ...string) string {
 
 // postgresAlloc hands out clones of templates on the shared postgres
 // server, the way IntegreSQL does: per template, a pool of databases
-// cloned ahead by a bounded number of workers, so that a hand-out is a
-// pop; released databases are dropped in the background.
+// cloned ahead, so that a hand-out is a pop. A bounded set of workers
+// refills the pools and drops released databases in the background,
+// refills first (a hand-out waits for a clone, nobody waits for a drop)
+// until too many drops are pending.
 type postgresAlloc struct {
 	admin   string // the maintenance database's URL
 	version int    // server_version_num
@@ -125,10 +132,12 @@ type postgresAlloc struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	seq     atomic.Int64
-	drops   chan string
+	// wake tells idle workers there is work (one token per worker).
+	wake chan struct{}
 
 	mu        sync.Mutex
 	templates map[string]*template
+	drops     []string
 }
 
 // template is one migrated template database and its pool of clones.
@@ -136,8 +145,12 @@ type template struct {
 	name, strategy string
 	once           sync.Once
 	err            error
-	// ready holds the clones made ahead (nil without a pool).
-	ready chan clone
+	// ready holds the clones made ahead (nil without a pool); built is
+	// set once the template is migrated, inflight counts the clones
+	// being made for it (both under postgresAlloc.mu).
+	ready    chan clone
+	built    bool
+	inflight int
 }
 
 // clone is a worker's clone: a database ready to hand out, or why not.
@@ -152,7 +165,7 @@ func newPostgresAlloc(rawURL string) (*postgresAlloc, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &postgresAlloc{admin: admin, ctx: ctx, cancel: cancel, drops: make(chan string, 4096), templates: map[string]*template{}}
+	a := &postgresAlloc{admin: admin, ctx: ctx, cancel: cancel, wake: make(chan struct{}, workers), templates: map[string]*template{}}
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
 	defer ccancel()
 	conn, err := pgx.Connect(cctx, admin)
@@ -167,8 +180,10 @@ func newPostgresAlloc(rawURL string) (*postgresAlloc, error) {
 		return nil, err
 	}
 	a.version, _ = strconv.Atoi(v)
-	a.wg.Add(1)
-	go a.dropper()
+	for range workers {
+		a.wg.Add(1)
+		go a.worker()
+	}
 	return a, nil
 }
 
@@ -212,6 +227,7 @@ func (a *postgresAlloc) acquire(ctx context.Context, opts DBOptions) (string, st
 	} else {
 		select {
 		case c = <-tpl.ready:
+			a.signal() // one to make again
 		case <-ctx.Done():
 			return "", "", fmt.Errorf("waiting for a clone of %s: %w", tpl.name, ctx.Err())
 		}
@@ -224,8 +240,8 @@ func (a *postgresAlloc) acquire(ctx context.Context, opts DBOptions) (string, st
 }
 
 // build creates the template, runs the migrations in it, closes it to
-// connections, and starts its pool's workers. It runs once per template
-// (sync.Once: concurrent first tests wait for the one build).
+// connections, and hands its pool to the workers. It runs once per
+// template (sync.Once: concurrent first tests wait for the one build).
 func (a *postgresAlloc) build(tpl *template, m Migrations) error {
 	ctx, cancel := context.WithTimeout(a.ctx, buildTimeout)
 	defer cancel()
@@ -256,105 +272,132 @@ func (a *postgresAlloc) build(tpl *template, m Migrations) error {
 	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", tpl.name); err != nil {
 		return fmt.Errorf("template %s: %w", tpl.name, err)
 	}
-	if tpl.ready != nil {
-		for range cloneWorkers {
-			a.wg.Add(1)
-			go a.worker(tpl)
-		}
-	}
+	a.mu.Lock()
+	tpl.built = true
+	a.mu.Unlock()
+	a.signal()
 	return nil
 }
 
-// worker keeps tpl's pool full until the allocator closes.
-func (a *postgresAlloc) worker(tpl *template) {
+// signal wakes every idle worker to look for work.
+func (a *postgresAlloc) signal() {
+	for range workers {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// next claims the next job: a clone for a pool short of one, else a
+// drop; a drop first when too many are pending. ok is false when there
+// is nothing to do.
+func (a *postgresAlloc) next() (tpl *template, drop string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	popDrop := func() (*template, string, bool) {
+		name := a.drops[0]
+		a.drops = a.drops[1:]
+		return nil, name, true
+	}
+	if len(a.drops) >= maxPendingDrops {
+		return popDrop()
+	}
+	for _, t := range a.templates {
+		if t.built && t.ready != nil && len(t.ready)+t.inflight < cap(t.ready) {
+			t.inflight++
+			return t, "", true
+		}
+	}
+	if len(a.drops) > 0 {
+		return popDrop()
+	}
+	return nil, "", false
+}
+
+// worker refills pools and drops released databases until the allocator
+// closes, on a connection of its own.
+func (a *postgresAlloc) worker() {
 	defer a.wg.Done()
 	var conn *pgx.Conn
 	defer func() { closeConn(conn) }()
 	for a.ctx.Err() == nil {
-		c := a.clone(a.ctx, &conn, tpl)
-		select {
-		case tpl.ready <- c:
-		case <-a.ctx.Done():
-			return
+		tpl, name, ok := a.next()
+		switch {
+		case !ok:
+			select {
+			case <-a.wake:
+			case <-a.ctx.Done():
+			}
+		case tpl != nil:
+			c := a.clone(a.ctx, &conn, tpl)
+			tpl.ready <- c // never blocks: a slot was claimed
+			a.mu.Lock()
+			tpl.inflight--
+			a.mu.Unlock()
+		default:
+			a.dropNow(&conn, name)
 		}
 	}
 }
 
-// clone creates a database from tpl on *conn (connected, or reconnected
-// after a failure, as needed; a connection of its own when conn is nil).
-func (a *postgresAlloc) clone(ctx context.Context, conn **pgx.Conn, tpl *template) clone {
-	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-	defer cancel()
-	var own *pgx.Conn
-	if conn == nil {
-		conn = &own
-		defer func() {
-			if own != nil {
-				own.Close(context.WithoutCancel(ctx))
-			}
-		}()
-	}
+// connected returns *conn, (re)connected as needed.
+func (a *postgresAlloc) connected(ctx context.Context, conn **pgx.Conn) (*pgx.Conn, error) {
 	if *conn == nil || (*conn).IsClosed() {
 		c, err := pgx.Connect(ctx, a.admin)
 		if err != nil {
-			return clone{err: fmt.Errorf("clone of %s: %w", tpl.name, err)}
+			return nil, err
 		}
 		*conn = c
+	}
+	return *conn, nil
+}
+
+// clone creates a database from tpl on *conn (a connection of its own
+// when conn is nil).
+func (a *postgresAlloc) clone(ctx context.Context, conn **pgx.Conn, tpl *template) clone {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	if conn == nil {
+		var own *pgx.Conn
+		defer func() { closeConn(own) }()
+		conn = &own
+	}
+	c, err := a.connected(ctx, conn)
+	if err != nil {
+		return clone{err: fmt.Errorf("clone of %s: %w", tpl.name, err)}
 	}
 	name := fmt.Sprintf("t_%s_%d", tpl.name[4:12], a.seq.Add(1))
 	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{tpl.name}.Sanitize()
 	if tpl.strategy != "" {
 		sql += " STRATEGY " + tpl.strategy
 	}
-	if _, err := (*conn).Exec(ctx, sql); err != nil {
+	if _, err := c.Exec(ctx, sql); err != nil {
 		return clone{err: fmt.Errorf("clone of %s: %w", tpl.name, err)}
 	}
 	return clone{name: name}
 }
 
-func (a *postgresAlloc) release(ctx context.Context, name string) error {
-	select {
-	case a.drops <- name:
-		return nil
-	default: // the dropper is behind: this test waits for its own drop
-	}
-	conn, err := pgx.Connect(ctx, a.admin)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return drop(ctx, conn, name)
+// release queues the database's drop for the workers.
+func (a *postgresAlloc) release(_ context.Context, name string) error {
+	a.mu.Lock()
+	a.drops = append(a.drops, name)
+	a.mu.Unlock()
+	a.signal()
+	return nil
 }
 
-// dropper drops released databases in the background, so that a test's
-// cleanup does not wait for it.
-func (a *postgresAlloc) dropper() {
-	defer a.wg.Done()
-	var conn *pgx.Conn
-	defer func() { closeConn(conn) }()
-	for {
-		var name string
-		select {
-		case name = <-a.drops:
-		case <-a.ctx.Done():
-			return
-		}
-		ctx, cancel := context.WithTimeout(a.ctx, releaseTimeout)
-		if conn == nil || conn.IsClosed() {
-			c, err := pgx.Connect(ctx, a.admin)
-			if err != nil {
-				if a.ctx.Err() == nil { // else the shared sandbox is going away
-					slog.Warn("sandboxtest: drop of a test's database", "db", name, "err", err)
-				}
-				cancel()
-				continue
-			}
-			conn = c
-		}
-		if err := drop(ctx, conn, name); err != nil && a.ctx.Err() == nil {
-			slog.Warn("sandboxtest: drop of a test's database", "db", name, "err", err)
-		}
-		cancel()
+// dropNow drops a released database, ending the sessions a test left in
+// it. Nobody waits for it: a failure is logged.
+func (a *postgresAlloc) dropNow(conn **pgx.Conn, name string) {
+	ctx, cancel := context.WithTimeout(a.ctx, releaseTimeout)
+	defer cancel()
+	c, err := a.connected(ctx, conn)
+	if err == nil {
+		_, err = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	}
+	if err != nil && a.ctx.Err() == nil { // else the shared sandbox is going away
+		slog.Warn("sandboxtest: drop of a test's database", "db", name, "err", err)
 	}
 }
 
@@ -366,12 +409,6 @@ func closeConn(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	_ = conn.Close(ctx)
-}
-
-// drop drops database name, ending the sessions a test left in it.
-func drop(ctx context.Context, conn *pgx.Conn, name string) error {
-	_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	return err
 }
 
 func (a *postgresAlloc) close() {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -24,9 +25,11 @@ const sharedMemoryBytes = 2 << 30
 
 // sharedArgs are the server settings a shared sandbox needs beyond the
 // engine's own: room for a logical database per parallel test (redis),
-// and for a connection or more per parallel test (postgres).
+// and for a connection or more per parallel test (postgres), whose WAL,
+// on the tmpfs too, is recycled well within the memory limit (the
+// default lets it grow to 1 GB between checkpoints).
 var sharedArgs = map[string][]string{
-	"postgres": {"-c", "max_connections=400"},
+	"postgres": {"-c", "max_connections=400", "-c", "max_wal_size=256MB"},
 	"redis":    {"--databases", "1024"},
 }
 
@@ -111,6 +114,10 @@ func (s *server) start() {
 	opts := s.opts
 	if opts.MemoryBytes == 0 {
 		opts.MemoryBytes = sharedMemoryBytes
+	}
+	if opts.CPUs == 0 {
+		// Every parallel test's work lands on this one server.
+		opts.CPUs = float64(goruntime.NumCPU())
 	}
 	args := map[string][]string{}
 	if a, ok := sharedArgs[s.engine]; ok {
