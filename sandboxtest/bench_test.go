@@ -235,7 +235,8 @@ func poolFull(b *testing.B, server, prefix string) {
 }
 
 // BenchmarkRedisMongoHandOut: the hand-out of a redis logical database
-// and of a mongo database, 8 tests in parallel.
+// and of a mongo database, 8 tests in parallel, and their release on the
+// test's cleanup (redis: FLUSHDB; mongo: dropDatabase).
 func BenchmarkRedisMongoHandOut(b *testing.B) {
 	const tests = 400
 	benchRuntimes(b, func(b *testing.B, r testruntimes.Runtime) {
@@ -248,16 +249,24 @@ func BenchmarkRedisMongoHandOut(b *testing.B) {
 				warm.end()
 				for range b.N {
 					var mu sync.Mutex
-					var handOuts []time.Duration
+					var handOuts, releases []time.Duration
 					runTests(b, tests, func(t testing.TB) {
+						var r0 time.Time
+						t.Cleanup(func() { // runs after the release
+							mu.Lock()
+							releases = append(releases, time.Since(r0))
+							mu.Unlock()
+						})
 						t0 := time.Now()
 						sandboxtest.NewDB(t, engine, base)
 						d := time.Since(t0)
+						t.Cleanup(func() { r0 = time.Now() }) // runs before it
 						mu.Lock()
 						handOuts = append(handOuts, d)
 						mu.Unlock()
 					})
 					percentiles(b, handOuts, "handout")
+					percentiles(b, releases, "release")
 				}
 			})
 		}
