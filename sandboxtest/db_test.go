@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -481,4 +482,46 @@ func TestKeptOnFailure(t *testing.T) {
 		"-c", "select count(*) from pg_database where datname = '"+name+"'").CombinedOutput()
 	require.NoError(t, err, "%s", count)
 	assert.Equal(t, "1", strings.TrimSpace(string(count)), "the kept database is still there")
+}
+
+// TestBadDBOptionsFailBeforeAnythingStarts: an unknown engine or a bad
+// strategy fails the test with a clear error, and no runtime is asked
+// for anything (none is even detected: the options name none that
+// exists).
+func TestBadDBOptionsFailBeforeAnythingStarts(t *testing.T) {
+	nowhere := sandboxtest.Options{Detect: detect.Options{Runtime: "nowhere"}}
+	tests := []struct {
+		name, engine string
+		opts         sandboxtest.DBOptions
+		want         string
+	}{
+		{"UnknownEngine", "mysql", sandboxtest.DBOptions{Options: nowhere}, `unknown engine "mysql"`},
+		{"BadStrategy", "postgres", sandboxtest.DBOptions{Options: nowhere, Strategy: "COPY"}, `strategy "COPY": want WAL_LOG or FILE_COPY`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &failures{TB: t}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				sandboxtest.NewDB(rec, tt.engine, tt.opts)
+				t.Error("NewDB returned")
+			}()
+			<-done
+			require.Len(t, rec.msgs, 1)
+			assert.Contains(t, rec.msgs[0], tt.want)
+		})
+	}
+}
+
+// failures is a test whose Fatalf is recorded and ends only the
+// goroutine that called it.
+type failures struct {
+	testing.TB
+	msgs []string
+}
+
+func (f *failures) Fatalf(format string, a ...any) {
+	f.msgs = append(f.msgs, fmt.Sprintf(format, a...))
+	goruntime.Goexit()
 }
