@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -413,6 +414,20 @@ func TestTemplateBuiltOncePerMigrationSet(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, int64(1), n.(*atomic.Int64).Load(), "set %s built once", v)
 	}
+
+	// .sql files: the same content read twice is one template, a changed
+	// file another; psql in the container counts them.
+	changed := fstest.MapFS{"001_items.sql": itemsFS["001_items.sql"], "002_seed.sql": {Data: []byte("insert into items (marker) values ('other');")}}
+	for _, fsys := range []fstest.MapFS{itemsFS, maps.Clone(itemsFS), changed} {
+		o := opts
+		o.Migrations = sandboxtest.MigrateFS(fsys)
+		sandboxtest.NewDB(t, "postgres", o)
+	}
+	db := sandboxtest.NewDB(t, "postgres", opts)
+	out, err := exec.Command("docker", "exec", db.Container, "psql", "-U", "sandbox", "-d", "postgres", "-tA",
+		"-c", "select count(*) from pg_database where datistemplate and datname like 'tpl%'").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "4", strings.TrimSpace(string(out)), "two function sets, two file sets")
 }
 
 // TestPoolAndStrategyChoices: with the pool or without, and with either
