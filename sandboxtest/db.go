@@ -126,8 +126,8 @@ func NewDB(t testing.TB, engine string, opts DBOptions) *DB {
 // newDB is NewDB without a test: the database, and the release that
 // returns or drops it (or keeps it, and with it the shared sandbox).
 func newDB(engine string, opts DBOptions) (*DB, func(keep bool) error, error) {
-	if _, ok := engines.Default.Lookup(engine); !ok {
-		return nil, nil, fmt.Errorf("unknown engine %q; valid engines: postgres, redis, mongo", engine)
+	if _, ok := perTest[engine]; !ok {
+		return nil, nil, fmt.Errorf("unknown engine %q; per-test databases of: %s", engine, perTestEngines())
 	}
 	if err := opts.validate(); err != nil {
 		return nil, nil, err

@@ -23,14 +23,38 @@ import (
 // 8 MB, and a hundred parallel tests hold a hundred of them).
 const sharedMemoryBytes = 2 << 30
 
-// sharedArgs are the server settings a shared sandbox needs beyond the
-// engine's own: room for a logical database per parallel test (redis),
-// and for a connection or more per parallel test (postgres), whose WAL,
-// on the tmpfs too, is recycled well within the memory limit (the
-// default lets it grow to 1 GB between checkpoints).
-var sharedArgs = map[string][]string{
-	"postgres": {"-c", "max_connections=400", "-c", "max_wal_size=256MB"},
-	"redis":    {"--databases", "1024"},
+// perTest lists the engines with per-test databases: the server settings
+// a shared sandbox needs beyond the engine's own, and the hand-out of its
+// databases. Room for a connection or more per parallel test (postgres),
+// whose WAL, on the tmpfs too, is recycled well within the memory limit
+// (the default lets it grow to 1 GB between checkpoints); for a logical
+// database per parallel test (redis).
+var perTest = map[string]struct {
+	args  []string
+	alloc func(url string, args []string) (allocator, error)
+}{
+	"postgres": {
+		args:  []string{"-c", "max_connections=400", "-c", "max_wal_size=256MB"},
+		alloc: func(url string, _ []string) (allocator, error) { return newPostgresAlloc(url) },
+	},
+	"redis": {
+		args:  []string{"--databases", "1024"},
+		alloc: func(url string, args []string) (allocator, error) { return newRedisAlloc(url, args) },
+	},
+	"mongo": {
+		alloc: func(url string, _ []string) (allocator, error) { return newMongoAlloc(url) },
+	},
+}
+
+// perTestEngines names perTest's engines, in registry order.
+func perTestEngines() string {
+	var names []string
+	for _, n := range engines.Default.Names() {
+		if _, ok := perTest[n]; ok {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // server is the shared sandbox of one engine for one set of Options: one
@@ -119,11 +143,8 @@ func (s *server) start() {
 		// Every parallel test's work lands on this one server.
 		opts.CPUs = float64(goruntime.NumCPU())
 	}
-	args := map[string][]string{}
-	if a, ok := sharedArgs[s.engine]; ok {
-		args[s.engine] = a
-	}
-	st, err := start(opts, "shared-"+ids.Hex(5), "shared", args, []string{s.engine})
+	pt := perTest[s.engine]
+	st, err := start(opts, "shared-"+ids.Hex(5), "shared", map[string][]string{s.engine: pt.args}, []string{s.engine})
 	if err != nil {
 		s.err = err
 		return
@@ -133,16 +154,7 @@ func (s *server) start() {
 	v, _ := engines.URLVar(e.Env(st.envPrefix, engines.Endpoint{}, engines.Credentials{}))
 	s.url, _ = st.sb.Lookup(v.Name)
 	s.ep = st.sb.Containers[0].Endpoint
-	switch s.engine {
-	case "postgres":
-		s.alloc, err = newPostgresAlloc(s.url)
-	case "redis":
-		s.alloc, err = newRedisAlloc(s.url, sharedArgs["redis"])
-	case "mongo":
-		s.alloc, err = newMongoAlloc(s.url)
-	default:
-		err = fmt.Errorf("no per-test databases for %s", s.engine)
-	}
+	s.alloc, err = pt.alloc(s.url, pt.args)
 	if err != nil {
 		s.err = fmt.Errorf("shared %s sandbox %s: %w", s.engine, st.sb.Containers[0].Name, err)
 		_ = st.teardown()
