@@ -185,7 +185,7 @@ func BenchmarkPostgresHandOut(b *testing.B) {
 				warm.end()
 				for range b.N {
 					if m.pool >= 0 {
-						poolFull(b, serverURL(b, "postgres", db.URL), db.Name[:strings.LastIndex(db.Name, "_")+1])
+						poolFull(b, serverURL(b, "postgres", db.URL), db.Name)
 					}
 					var mu sync.Mutex
 					var handOuts []time.Duration
@@ -208,10 +208,12 @@ func BenchmarkPostgresHandOut(b *testing.B) {
 	})
 }
 
-// poolFull waits until the server holds exactly the pool's databases
-// named prefix* (the clones of one template): every released one
-// dropped, the pool refilled.
-func poolFull(b *testing.B, server, prefix string) {
+// poolFull waits until the server holds exactly the pool's clones of the
+// template that released cloned (a database named like it), and not
+// released itself: every released database dropped (the workers drop
+// once the pools are full), the pool refilled.
+func poolFull(b *testing.B, server, released string) {
+	prefix := released[:strings.LastIndex(released, "_")+1]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, server)
@@ -221,10 +223,15 @@ func poolFull(b *testing.B, server, prefix string) {
 	defer conn.Close(ctx)
 	err = poll.Until(ctx, time.Minute, 20*time.Millisecond, func() error {
 		var n int
-		if err := conn.QueryRow(ctx, "select count(*) from pg_database where starts_with(datname, $1)", prefix).Scan(&n); err != nil {
+		if err := conn.QueryRow(ctx, "select count(*) from pg_database where starts_with(datname, $1) and datname <> $2",
+			prefix, released).Scan(&n); err != nil {
 			return err
 		}
-		if n != sandboxtest.DefaultPool {
+		var gone bool
+		if err := conn.QueryRow(ctx, "select not exists (select from pg_database where datname = $1)", released).Scan(&gone); err != nil {
+			return err
+		}
+		if n != sandboxtest.DefaultPool || !gone {
 			return fmt.Errorf("%d test databases", n)
 		}
 		return nil
