@@ -149,7 +149,9 @@ func benchOpts(b *testing.B, r testruntimes.Runtime) sandboxtest.DBOptions {
 	testkit.CleanupLabelled(b, r.RT, map[string]string{prefix + ".sandbox": "1"})
 	b.Cleanup(func() { _ = sandboxtest.Close() })
 	return sandboxtest.DBOptions{
-		Options:    sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: r.Name}},
+		// The daemons are shared with other work: a ping may take longer
+		// than detection's default.
+		Options:    sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: r.Name, PingTimeout: 15 * time.Second}},
 		Migrations: sandboxtest.MigrateFS(schemaFS),
 	}
 }

@@ -234,7 +234,9 @@ func dbOptions(t *testing.T, r testruntimes.Runtime, engine string) sandboxtest.
 		assert.Empty(t, testkit.Names(got), "Close tore the shared sandbox down")
 	})
 	return sandboxtest.DBOptions{
-		Options:    sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: r.Name}},
+		// The daemons are shared with other packages' tests: a ping may
+		// take longer than detection's default.
+		Options:    sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: r.Name, PingTimeout: 15 * time.Second}},
 		Migrations: sandboxtest.MigrateFS(itemsFS),
 	}
 }
