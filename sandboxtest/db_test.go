@@ -542,3 +542,31 @@ func (f *failures) Fatalf(format string, a ...any) {
 	f.msgs = append(f.msgs, fmt.Sprintf(format, a...))
 	goruntime.Goexit()
 }
+
+// envMainChild, set to a label prefix, makes TestMainTearsDownTheSharedSandbox
+// its own child: a passing test holding a redis database.
+const envMainChild = "SANDBOXTEST_MAIN_CHILD"
+
+// TestMainTearsDownTheSharedSandbox: a test binary run through
+// sandboxtest.Main (this package's TestMain) removes its shared sandboxes
+// when its tests end; docker lists none of them after the child exits.
+func TestMainTearsDownTheSharedSandbox(t *testing.T) {
+	if prefix, ok := os.LookupEnv(envMainChild); ok {
+		db := sandboxtest.NewDB(t, "redis", sandboxtest.DBOptions{
+			Options: sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: "docker"}},
+		})
+		fmt.Printf("container=%s\n", db.Container)
+		return
+	}
+	opts, _ := onDocker(t, "redis") // what a failed child leaves is removed by label
+	const self = "TestMainTearsDownTheSharedSandbox"
+	cmd := exec.Command(os.Args[0], "-test.run=^"+self+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), envMainChild+"="+opts.LabelPrefix)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m := regexp.MustCompile(`(?m)^container=(\S+)$`).FindSubmatch(out)
+	require.NotNil(t, m, "%s", out)
+	ps, err := exec.Command("docker", "ps", "-a", "--format", "{{.Names}}", "--filter", "label="+opts.LabelPrefix+".sandbox=1").Output()
+	require.NoError(t, err)
+	assert.Empty(t, strings.TrimSpace(string(ps)), "Main removed %s when the child's tests ended", m[1])
+}
