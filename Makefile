@@ -65,6 +65,8 @@ bench: ## benchmarks (see bench/)
 	set -o pipefail; mkdir -p bench/results; \
 	$(GO) test -run '^$$' -bench . -benchmem ./provision/ ./engines/ ./janitor/ | tee bench/results/go-bench.txt
 	$(GO) run ./bench/cmd/sandboxer-bench -runtime "$${SANDBOXER_BENCH_RUNTIMES:-all}" -n "$${SANDBOXER_BENCH_N:-10}"
+	@# sandboxtest's per-test databases on real runtimes: one round each (-benchtime 1x), figures as metrics.
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./sandboxtest/ | tee bench/results/sandboxtest.txt
 
 clean: ## remove build outputs (not the caches under ~/.cache/sandboxer)
 	rm -rf bin build/*.log

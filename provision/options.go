@@ -70,6 +70,12 @@ type Options struct {
 	// Labels are extra labels on every sandbox (for example the identity
 	// of an owning process). They may not replace the provisioner's own.
 	Labels map[string]string
+	// Args are extra server arguments, by engine name, appended to the
+	// engine's container command (redis: "--databases", "1024"; postgres:
+	// "-c", "max_connections=300"): how a caller tunes one server setting
+	// without an engine of its own. They are argv, visible to anyone who
+	// can inspect the container: never a secret.
+	Args map[string][]string
 
 	// PullTimeout bounds each image pull (default 300 s).
 	PullTimeout time.Duration
@@ -141,6 +147,11 @@ func (o Options) Validate() error {
 	for name := range o.Images {
 		if _, ok := o.Registry.Lookup(name); !ok {
 			return invalid("image override", name, "unknown service; valid services: "+strings.Join(o.Registry.Names(), ", "))
+		}
+	}
+	for name := range o.Args {
+		if _, ok := o.Registry.Lookup(name); !ok {
+			return invalid("server arguments", name, "unknown service; valid services: "+strings.Join(o.Registry.Names(), ", "))
 		}
 	}
 	keys := labels.For(o.LabelPrefix)

@@ -358,7 +358,7 @@ func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 		Name:        s.name,
 		Image:       s.image,
 		Env:         maps.Clone(cc.Env),
-		Command:     slices.Clone(cc.Command),
+		Command:     append(slices.Clone(cc.Command), p.opts.Args[s.spec.Name]...),
 		Labels:      lbls,
 		Tmpfs:       tmpfs,
 		MemoryBytes: p.opts.MemoryBytes,

@@ -113,6 +113,7 @@ func TestOptionsValidation(t *testing.T) {
 		want string
 	}{
 		{"UnknownImageOverride", provision.Options{Images: map[string]string{"mysql": "mysql:8"}}, `"mysql"`},
+		{"UnknownServerArguments", provision.Options{Args: map[string][]string{"mysql": {"--x"}}}, `server arguments "mysql": unknown service`},
 		{"BadLabelPrefix", provision.Options{LabelPrefix: "Bad Prefix"}, "label prefix"},
 		{"BadEnvPrefix", provision.Options{EnvPrefix: "lower"}, "env prefix"},
 		{"TemplateWithoutID", provision.Options{OwnerTemplate: "agent"}, "{id}"},
@@ -324,6 +325,35 @@ func TestNamingLabelsAndLimits(t *testing.T) {
 			}
 			assert.Empty(t, w.fake.Volumes(), "every image VOLUME is a tmpfs: no anonymous volume")
 		})
+	}
+}
+
+// TestServerArgsAreAppended: Options.Args goes after the engine's own
+// command, for its engine only.
+func TestServerArgsAreAppended(t *testing.T) {
+	w := newWorld(t)
+	var runs record[runtime.RunSpec]
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbRun {
+			runs.add(c.Run)
+		}
+		return nil
+	})
+	opts := w.options()
+	opts.Args = map[string][]string{"redis": {"--databases", "1024"}}
+	_, err := w.provisioner(opts).Provision(ctxT(t), "1", []string{"postgres", "redis"})
+	require.NoError(t, err)
+	cred := engines.Credentials{}
+	for _, s := range runs.get() {
+		e, ok := engines.Default.Lookup(s.Labels[keys.Engine])
+		require.True(t, ok)
+		own := e.Container(cred).Command
+		require.GreaterOrEqual(t, len(s.Command), len(own))
+		if e.Spec().Name == "redis" {
+			assert.Equal(t, []string{"--databases", "1024"}, s.Command[len(own):])
+		} else {
+			assert.Len(t, s.Command, len(own), "no arguments for %s", e.Spec().Name)
+		}
 	}
 }
 

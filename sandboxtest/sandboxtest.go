@@ -27,6 +27,8 @@ package sandboxtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +109,37 @@ func Start(t testing.TB, services ...string) *Sandbox {
 // for bad input or a provisioning failure.
 func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 	t.Helper()
+	st, err := start(opts, "test-"+ids.Hex(5), labelValue(t.Name()), nil, services)
+	if err != nil {
+		fail(t, opts, err)
+	}
+	t.Cleanup(func() {
+		if err := st.teardown(); err != nil {
+			t.Errorf("sandboxtest: teardown: %v", err)
+		}
+	})
+	return st.sandbox(t)
+}
+
+// started is a provisioned sandbox and what tears it down: a test's own
+// (StartWith) or the test binary's shared one (shared.go).
+type started struct {
+	sb        provision.Sandbox
+	rt        runtime.ContainerRuntime
+	p         *provision.Provisioner
+	id        string
+	envPrefix string
+}
+
+// errNoRuntime marks a start that found no runtime (it wraps the
+// detection's runtime.ErrUnavailable): the test skips, or fails when
+// SANDBOXER_REQUIRE requires it.
+var errNoRuntime = errors.New("no runtime")
+
+// start provisions services for owner id id under opts, owned by this
+// process, with the extra server arguments args; test is the value of the
+// sandboxtest.test label.
+func start(opts Options, id, test string, args map[string][]string, services []string) (*started, error) {
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
@@ -125,10 +158,10 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 	lbls, err := janitor.ProcessOwnerLabels(prefix)
 	if err != nil {
 		// Not Linux: the sandboxes are then only the cleanup's to remove.
-		t.Logf("sandboxtest: no process identity (%v): a janitor will not recognise this test as the owner", err)
+		slog.Warn("sandboxtest: no process identity: a janitor will not recognise this test as the owner", "err", err)
 		lbls = map[string]string{}
 	}
-	lbls[prefix+".sandboxtest.test"] = labelValue(t.Name())
+	lbls[prefix+".sandboxtest.test"] = test
 	popts := provision.Options{
 		Images:       opts.Images,
 		LabelPrefix:  prefix,
@@ -137,40 +170,54 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 		CPUs:         opts.CPUs,
 		ReadyTimeout: opts.ReadyTimeout,
 		Labels:       lbls,
+		Args:         args,
 	}
 	if err := popts.Validate(); err != nil {
-		t.Fatalf("sandboxtest: %v", err)
+		return nil, err
 	}
-
 	sel, err := detect.Detect(ctx, opts.Detect)
 	if err != nil {
 		if errors.Is(err, runtime.ErrUnavailable) {
-			// A skip, or a failure when the runtime is required.
-			testenv.Unavailable(t, askedRuntime(opts.Detect), "sandboxtest: %v", err)
+			return nil, fmt.Errorf("%w: %w", errNoRuntime, err)
 		}
-		t.Fatalf("sandboxtest: %v", err)
+		return nil, err
 	}
 	rt := sel.Runtime
 	p, err := provision.New(rt, popts)
 	if err != nil {
 		rt.Close()
-		t.Fatalf("sandboxtest: %v", err)
+		return nil, err
 	}
-	id := "test-" + ids.Hex(5)
 	sb, err := p.Provision(ctx, id, services)
 	if err != nil {
 		rt.Close()
-		t.Fatalf("sandboxtest: on %s: %v", rt.Name(), err)
+		return nil, fmt.Errorf("on %s: %w", rt.Name(), err)
 	}
-	t.Cleanup(func() {
-		defer rt.Close()
-		tctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
-		defer cancel()
-		if _, err := p.Teardown(tctx, id); err != nil {
-			t.Errorf("sandboxtest: teardown: %v", err)
-		}
-	})
-	return &Sandbox{Sandbox: sb, Runtime: rt.Name(), t: t, registry: engines.Default, envPrefix: envPrefix}
+	return &started{sb: sb, rt: rt, p: p, id: id, envPrefix: envPrefix}, nil
+}
+
+// teardown removes the sandbox and closes its runtime.
+func (s *started) teardown() error {
+	defer s.rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
+	defer cancel()
+	_, err := s.p.Teardown(ctx, s.id)
+	return err
+}
+
+// sandbox is the started sandbox as t sees it.
+func (s *started) sandbox(t testing.TB) *Sandbox {
+	return &Sandbox{Sandbox: s.sb, Runtime: s.rt.Name(), t: t, registry: engines.Default, envPrefix: s.envPrefix}
+}
+
+// fail ends t for a start's error: a skip (or a failure under
+// SANDBOXER_REQUIRE) when no runtime answered, a failure otherwise.
+func fail(t testing.TB, opts Options, err error) {
+	t.Helper()
+	if errors.Is(err, errNoRuntime) {
+		testenv.Unavailable(t, askedRuntime(opts.Detect), "sandboxtest: %v", err)
+	}
+	t.Fatalf("sandboxtest: %v", err)
 }
 
 // DSN returns the connection URL of service (its <P>_..._URL variable:

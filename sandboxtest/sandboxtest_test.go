@@ -3,6 +3,7 @@ package sandboxtest_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,11 +25,21 @@ import (
 	"github.com/roboco/sandboxer/sandboxtest"
 )
 
-// The helper's own tests run on Docker with the stand-in images of
-// build/images.env (testenv loads it, DOCKER_HOST included).
+// The helper's own tests run with the stand-in images of
+// build/images.env (testenv loads it, DOCKER_HOST included), through
+// sandboxtest.Main, as a user's TestMain would: it tears down the shared
+// sandboxes of the per-test databases. Unless -test.parallel says
+// otherwise, parallelTests tests may run at once: the isolation test holds
+// that many databases at the same time.
 func TestMain(m *testing.M) {
 	testenv.Load()
-	os.Exit(m.Run())
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
+	os.Exit(sandboxtest.Main(m))
 }
 
 // onDocker skips (or fails, under SANDBOXER_REQUIRE=docker) unless Docker

@@ -1,0 +1,417 @@
+package sandboxtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"reflect"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The STRATEGY of CREATE DATABASE (postgres >= 15). WAL_LOG copies the
+// template block by block through the WAL; FILE_COPY copies its files
+// after a checkpoint, and was the only way before postgres 15.
+const (
+	StrategyWALLog   = "WAL_LOG"
+	StrategyFileCopy = "FILE_COPY"
+)
+
+// DefaultStrategy is the clones' strategy when DBOptions sets none:
+// measured the faster for small templates on a tmpfs data directory
+// (bench: BenchmarkPostgresClone).
+const DefaultStrategy = StrategyFileCopy
+
+// DefaultPool is how many databases are cloned ahead per template: a
+// burst of that many tests each pops one while the workers clone the
+// next.
+const DefaultPool = 16
+
+// workers bounds the clones and drops in flight on one shared server:
+// one postgres server clones no faster with more (each clone is file and
+// catalogue work on the same server), and the CPU is the tests' too.
+const workers = 2
+
+// maxPendingDrops is how many released databases may wait for their drop
+// while the pools are refilled first (about 8 MB each of the sandbox's
+// memory, on tmpfs); past it, drops come first.
+const maxPendingDrops = 64
+
+// closeTimeout bounds closing a connection to the shared server, which
+// may be gone already (a killed container).
+const closeTimeout = 5 * time.Second
+
+// buildTimeout bounds a template's build (its migrations included).
+const buildTimeout = 5 * time.Minute
+
+// Migrations are what a postgres template is built with, once per test
+// binary per set: a set is known by a hash of its content (the .sql files'
+// names and bytes, or a function's name and version), so tests that pass
+// equal migrations share one template.
+type Migrations struct {
+	key   string
+	apply func(ctx context.Context, url string) error
+	err   error
+}
+
+// MigrateFunc is a migration set run by fn against url, the template
+// database's connection URL (with pgx, database/sql, or a migration tool).
+// version tells apart two sets a function builds (say, its migrations'
+// directory): the set is known by fn's name and version.
+func MigrateFunc(version string, fn func(ctx context.Context, url string) error) Migrations {
+	name := goruntime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
+	return Migrations{key: hash("func", name, version), apply: fn}
+}
+
+// MigrateFS is the .sql files at the root of fsys, applied in name order
+// (each file in one round trip, so it may hold several statements);
+// fs.Sub selects a directory. A file that cannot be read fails the tests
+// that use the set.
+func MigrateFS(fsys fs.FS) Migrations {
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return Migrations{err: fmt.Errorf("migrations: %w", err)}
+	}
+	slices.Sort(names)
+	parts := []string{"fs"}
+	files := make([]string, len(names))
+	for i, n := range names {
+		b, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			return Migrations{err: fmt.Errorf("migrations: %w", err)}
+		}
+		files[i] = string(b)
+		parts = append(parts, n, files[i])
+	}
+	return Migrations{key: hash(parts...), apply: func(ctx context.Context, url string) error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		for i, sql := range files {
+			// No arguments: pgx sends it as one simple query, several
+			// statements allowed.
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("%s: %w", path.Base(names[i]), err)
+			}
+		}
+		return nil
+	}}
+}
+
+// hash is a hex sha256 of parts, each length-prefixed.
+func hash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// postgresAlloc hands out clones of templates on the shared postgres
+// server, the way IntegreSQL does: per template, a pool of databases
+// cloned ahead, so that a hand-out is a pop. A bounded set of workers
+// refills the pools and drops released databases in the background,
+// refills first (a hand-out waits for a clone, nobody waits for a drop)
+// until too many drops are pending.
+type postgresAlloc struct {
+	admin   string // the maintenance database's URL
+	version int    // server_version_num
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	seq     atomic.Int64
+	// wake tells idle workers there is work (one token per worker).
+	wake chan struct{}
+
+	mu        sync.Mutex
+	templates map[string]*template
+	drops     []string
+}
+
+// template is one migrated template database and its pool of clones.
+type template struct {
+	name, strategy string
+	once           sync.Once
+	err            error
+	// ready holds the clones made ahead (nil without a pool); built is
+	// set once the template is migrated, inflight counts the clones
+	// being made for it (both under postgresAlloc.mu).
+	ready    chan clone
+	built    bool
+	inflight int
+}
+
+// clone is a worker's clone: a database ready to hand out, or why not.
+type clone struct {
+	name string
+	err  error
+}
+
+func newPostgresAlloc(rawURL string) (*postgresAlloc, error) {
+	admin, err := withPath(rawURL, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &postgresAlloc{admin: admin, ctx: ctx, cancel: cancel, wake: make(chan struct{}, workers), templates: map[string]*template{}}
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	defer ccancel()
+	conn, err := pgx.Connect(cctx, admin)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(cctx))
+	var v string
+	if err := conn.QueryRow(cctx, "select current_setting('server_version_num')").Scan(&v); err != nil {
+		cancel()
+		return nil, err
+	}
+	a.version, _ = strconv.Atoi(v)
+	for range workers {
+		a.wg.Add(1)
+		go a.worker()
+	}
+	return a, nil
+}
+
+func (a *postgresAlloc) acquire(ctx context.Context, opts DBOptions) (string, string, error) {
+	m := opts.Migrations
+	if m.err != nil {
+		return "", "", m.err
+	}
+	if m.apply == nil {
+		m = Migrations{key: hash("empty")}
+	}
+	strategy := opts.Strategy
+	if strategy == "" && a.version >= 150000 {
+		strategy = DefaultStrategy
+	}
+	if strategy != "" && a.version < 150000 {
+		return "", "", fmt.Errorf("%w: strategy %s needs postgres >= 15 (server_version_num %d)", errInvalid, strategy, a.version)
+	}
+	pool := opts.Pool
+	if pool == 0 {
+		pool = DefaultPool
+	}
+	key := hash(m.key, strategy, strconv.Itoa(max(pool, 0)))
+	a.mu.Lock()
+	tpl, ok := a.templates[key]
+	if !ok {
+		tpl = &template{name: "tpl_" + key[:16], strategy: strategy}
+		if pool > 0 {
+			tpl.ready = make(chan clone, pool)
+		}
+		a.templates[key] = tpl
+	}
+	a.mu.Unlock()
+	tpl.once.Do(func() { tpl.err = a.build(tpl, m) })
+	if tpl.err != nil {
+		return "", "", tpl.err
+	}
+	var c clone
+	if tpl.ready == nil {
+		c = a.clone(ctx, nil, tpl)
+	} else {
+		select {
+		case c = <-tpl.ready:
+			a.signal() // one to make again
+		case <-ctx.Done():
+			return "", "", fmt.Errorf("waiting for a clone of %s: %w", tpl.name, ctx.Err())
+		}
+	}
+	if c.err != nil {
+		return "", "", c.err
+	}
+	url, err := withPath(a.admin, c.name)
+	return c.name, url, err
+}
+
+// build creates the template, runs the migrations in it, closes it to
+// connections, and hands its pool to the workers. It runs once per
+// template (sync.Once: concurrent first tests wait for the one build).
+func (a *postgresAlloc) build(tpl *template, m Migrations) error {
+	ctx, cancel := context.WithTimeout(a.ctx, buildTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, a.admin)
+	if err != nil {
+		return fmt.Errorf("template %s: %w", tpl.name, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	id := pgx.Identifier{tpl.name}.Sanitize()
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+id); err != nil {
+		return fmt.Errorf("template %s: %w", tpl.name, err)
+	}
+	if m.apply != nil {
+		url, err := withPath(a.admin, tpl.name)
+		if err != nil {
+			return err
+		}
+		if err := m.apply(ctx, url); err != nil {
+			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)")
+			return fmt.Errorf("template %s: migrations: %w", tpl.name, err)
+		}
+	}
+	// A clone needs the template to itself: no session of the migrations
+	// may linger in it, and no test may connect to it by mistake.
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+id+" WITH ALLOW_CONNECTIONS false IS_TEMPLATE true"); err != nil {
+		return fmt.Errorf("template %s: %w", tpl.name, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", tpl.name); err != nil {
+		return fmt.Errorf("template %s: %w", tpl.name, err)
+	}
+	a.mu.Lock()
+	tpl.built = true
+	a.mu.Unlock()
+	a.signal()
+	return nil
+}
+
+// signal wakes every idle worker to look for work.
+func (a *postgresAlloc) signal() {
+	for range workers {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// next claims the next job: a clone for a pool short of one, else a
+// drop; a drop first when too many are pending. ok is false when there
+// is nothing to do.
+func (a *postgresAlloc) next() (tpl *template, drop string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	popDrop := func() (*template, string, bool) {
+		name := a.drops[0]
+		a.drops = a.drops[1:]
+		return nil, name, true
+	}
+	if len(a.drops) >= maxPendingDrops {
+		return popDrop()
+	}
+	for _, t := range a.templates {
+		if t.built && t.ready != nil && len(t.ready)+t.inflight < cap(t.ready) {
+			t.inflight++
+			return t, "", true
+		}
+	}
+	if len(a.drops) > 0 {
+		return popDrop()
+	}
+	return nil, "", false
+}
+
+// worker refills pools and drops released databases until the allocator
+// closes, on a connection of its own.
+func (a *postgresAlloc) worker() {
+	defer a.wg.Done()
+	var conn *pgx.Conn
+	defer func() { closeConn(conn) }()
+	for a.ctx.Err() == nil {
+		tpl, name, ok := a.next()
+		switch {
+		case !ok:
+			select {
+			case <-a.wake:
+			case <-a.ctx.Done():
+			}
+		case tpl != nil:
+			c := a.clone(a.ctx, &conn, tpl)
+			tpl.ready <- c // never blocks: a slot was claimed
+			a.mu.Lock()
+			tpl.inflight--
+			a.mu.Unlock()
+		default:
+			a.dropNow(&conn, name)
+		}
+	}
+}
+
+// connected returns *conn, (re)connected as needed.
+func (a *postgresAlloc) connected(ctx context.Context, conn **pgx.Conn) (*pgx.Conn, error) {
+	if *conn == nil || (*conn).IsClosed() {
+		c, err := pgx.Connect(ctx, a.admin)
+		if err != nil {
+			return nil, err
+		}
+		*conn = c
+	}
+	return *conn, nil
+}
+
+// clone creates a database from tpl on *conn (a connection of its own
+// when conn is nil).
+func (a *postgresAlloc) clone(ctx context.Context, conn **pgx.Conn, tpl *template) clone {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	if conn == nil {
+		var own *pgx.Conn
+		defer func() { closeConn(own) }()
+		conn = &own
+	}
+	c, err := a.connected(ctx, conn)
+	if err != nil {
+		return clone{err: fmt.Errorf("clone of %s: %w", tpl.name, err)}
+	}
+	name := fmt.Sprintf("t_%s_%d", tpl.name[4:12], a.seq.Add(1))
+	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{tpl.name}.Sanitize()
+	if tpl.strategy != "" {
+		sql += " STRATEGY " + tpl.strategy
+	}
+	if _, err := c.Exec(ctx, sql); err != nil {
+		return clone{err: fmt.Errorf("clone of %s: %w", tpl.name, err)}
+	}
+	return clone{name: name}
+}
+
+// release queues the database's drop for the workers.
+func (a *postgresAlloc) release(_ context.Context, name string) error {
+	a.mu.Lock()
+	a.drops = append(a.drops, name)
+	a.mu.Unlock()
+	a.signal()
+	return nil
+}
+
+// dropNow drops a released database, ending the sessions a test left in
+// it. Nobody waits for it: a failure is logged.
+func (a *postgresAlloc) dropNow(conn **pgx.Conn, name string) {
+	ctx, cancel := context.WithTimeout(a.ctx, releaseTimeout)
+	defer cancel()
+	c, err := a.connected(ctx, conn)
+	if err == nil {
+		_, err = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	}
+	if err != nil && a.ctx.Err() == nil { // else the shared sandbox is going away
+		slog.Warn("sandboxtest: drop of a test's database", "db", name, "err", err)
+	}
+}
+
+// closeConn closes conn (if any), bounded: the server may be gone.
+func closeConn(conn *pgx.Conn) {
+	if conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+func (a *postgresAlloc) close() {
+	a.cancel()
+	a.wg.Wait()
+}

@@ -1,0 +1,242 @@
+package sandboxtest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/ids"
+)
+
+// sharedMemoryBytes is a shared sandbox's memory limit when Options sets
+// none: it holds every test's database at once, on tmpfs, which counts
+// against the container's memory (an empty postgres database is about
+// 8 MB, and a hundred parallel tests hold a hundred of them).
+const sharedMemoryBytes = 2 << 30
+
+// perTest lists the engines with per-test databases: the server settings
+// a shared sandbox needs beyond the engine's own, and the hand-out of its
+// databases. Room for a connection or more per parallel test (postgres),
+// whose WAL, on the tmpfs too, is recycled well within the memory limit
+// (the default lets it grow to 1 GB between checkpoints); for a logical
+// database per parallel test (redis).
+var perTest = map[string]struct {
+	args  []string
+	alloc func(url string, args []string) (allocator, error)
+}{
+	"postgres": {
+		args:  []string{"-c", "max_connections=400", "-c", "max_wal_size=256MB"},
+		alloc: func(url string, _ []string) (allocator, error) { return newPostgresAlloc(url) },
+	},
+	"redis": {
+		args:  []string{"--databases", "1024"},
+		alloc: func(url string, args []string) (allocator, error) { return newRedisAlloc(url, args) },
+	},
+	"mongo": {
+		alloc: func(url string, _ []string) (allocator, error) { return newMongoAlloc(url) },
+	},
+}
+
+// perTestEngines names perTest's engines, in registry order.
+func perTestEngines() string {
+	var names []string
+	for _, n := range engines.Default.Names() {
+		if _, ok := perTest[n]; ok {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// server is the shared sandbox of one engine for one set of Options: one
+// container for the whole test binary, started by the first test that asks
+// for a database of that engine, torn down by Main (or, when the binary
+// did not run through Main or was killed, by a janitor sweep once this
+// process is gone: the sandbox carries its process-owner labels).
+type server struct {
+	engine string
+	opts   Options
+	once   sync.Once
+	st     *started
+	err    error
+	// url is the server's connection URL, credentials included, at its
+	// default database.
+	url string
+	ep  engines.Endpoint
+	// alloc hands out the engine's databases.
+	alloc allocator
+	// kept is set once a database was kept for a failed test: Main then
+	// leaves the sandbox running.
+	kept atomic.Bool
+}
+
+// allocator is one engine's hand-out of per-test databases on a shared
+// server.
+type allocator interface {
+	// acquire hands out a database of its own, as its name (redis: the
+	// logical database's number) and its URL.
+	acquire(ctx context.Context, opts DBOptions) (name, url string, err error)
+	// release empties the database for the next test (redis) or drops it.
+	release(ctx context.Context, name string) error
+	// close stops background work and closes connections.
+	close()
+}
+
+// sharedKey tells shared sandboxes apart: the same engine under different
+// Options (runtime, prefixes, images, limits) gets its own.
+type sharedKey struct {
+	engine, runtime, labelPrefix, envPrefix, images string
+	memory                                          int64
+	cpus                                            float64
+}
+
+var shared struct {
+	mu      sync.Mutex
+	servers map[sharedKey]*server
+}
+
+func keyOf(engine string, o Options) sharedKey {
+	var images []string
+	for _, k := range slices.Sorted(maps.Keys(o.Images)) {
+		images = append(images, k+"="+o.Images[k])
+	}
+	return sharedKey{
+		engine: engine, runtime: o.Detect.Runtime, labelPrefix: o.LabelPrefix, envPrefix: o.EnvPrefix,
+		images: strings.Join(images, ","), memory: o.MemoryBytes, cpus: o.CPUs,
+	}
+}
+
+// sharedServer returns the running shared sandbox of engine under opts,
+// starting it on first use. A failed start is the answer for every later
+// caller too.
+func sharedServer(engine string, opts Options) (*server, error) {
+	shared.mu.Lock()
+	if shared.servers == nil {
+		shared.servers = map[sharedKey]*server{}
+	}
+	k := keyOf(engine, opts)
+	s, ok := shared.servers[k]
+	if !ok {
+		s = &server{engine: engine, opts: opts}
+		shared.servers[k] = s
+	}
+	shared.mu.Unlock()
+	s.once.Do(s.start)
+	return s, s.err
+}
+
+func (s *server) start() {
+	opts := s.opts
+	if opts.MemoryBytes == 0 {
+		opts.MemoryBytes = sharedMemoryBytes
+	}
+	if opts.CPUs == 0 {
+		// Every parallel test's work lands on this one server.
+		opts.CPUs = float64(goruntime.NumCPU())
+	}
+	pt := perTest[s.engine]
+	st, err := start(opts, "shared-"+ids.Hex(5), "shared", map[string][]string{s.engine: pt.args}, []string{s.engine})
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.st = st
+	e, _ := engines.Default.Lookup(s.engine)
+	v, _ := engines.URLVar(e.Env(st.envPrefix, engines.Endpoint{}, engines.Credentials{}))
+	s.url, _ = st.sb.Lookup(v.Name)
+	s.ep = st.sb.Containers[0].Endpoint
+	s.alloc, err = pt.alloc(s.url, pt.args)
+	if err != nil {
+		s.err = fmt.Errorf("shared %s sandbox %s: %w", s.engine, st.sb.Containers[0].Name, err)
+		_ = st.teardown()
+		s.st = nil
+	}
+}
+
+// env is the engine's emitted env for the database name at rawURL: the
+// engine's own variables (<P>_DB_* for postgres), for that database.
+func (s *server) env(name, rawURL string) ([]engines.EnvVar, error) {
+	e, _ := engines.Default.Lookup(s.engine)
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad URL: %w", s.engine, err)
+	}
+	cred := engines.Credentials{User: u.User.Username(), Database: name}
+	cred.Password, _ = u.User.Password()
+	env := e.Env(s.st.envPrefix, s.ep, cred)
+	v, _ := engines.URLVar(env)
+	for i := range env {
+		if env[i].Name == v.Name {
+			env[i].Value = rawURL
+		}
+	}
+	return env, nil
+}
+
+// withPath is rawURL with its path (the database) replaced.
+func withPath(rawURL, path string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + path
+	return u.String(), nil
+}
+
+// Main runs the test binary's tests and then tears down the shared
+// sandboxes the per-test databases (NewDB) live on, for a TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
+//
+// Without it the shared sandboxes outlive the binary until a janitor
+// sweep (`sandboxer gc`) removes them: their owner, the test process, is
+// then gone. A shared sandbox holding a database kept for a failed test
+// (DBOptions.KeepOnFailure) is left running, and said so on stderr.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if err := Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxtest: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Close tears down every shared sandbox this process started (Main calls
+// it after the tests). Later per-test databases start new ones.
+func Close() error {
+	shared.mu.Lock()
+	servers := shared.servers
+	shared.servers = nil
+	shared.mu.Unlock()
+	var errs []string
+	for _, s := range servers {
+		if s.st == nil {
+			continue
+		}
+		s.alloc.close()
+		name := s.st.sb.Containers[0].Name
+		if s.kept.Load() {
+			fmt.Fprintf(os.Stderr, "sandboxtest: %s stays, with the databases kept for failed tests; `sandboxer gc` removes it now that this process is gone\n", name)
+			s.st.rt.Close()
+			continue
+		}
+		if err := s.st.teardown(); err != nil {
+			errs = append(errs, fmt.Sprintf("teardown of %s: %v", name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
