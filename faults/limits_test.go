@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -34,8 +35,23 @@ func TestCLILimitsReachTheCgroup(t *testing.T) {
 		for name, ref := range e.Images {
 			env = append(env, provision.ImageEnvName(name)+"="+ref)
 		}
-		global := []string{"--runtime", b.Name, "--label-prefix", e.Prefix}
+		global := append(slices.Clone(b.CLIFlags), "--label-prefix", e.Prefix)
 		owner := e.Owner("limits")
+
+		info, err := b.RT.Version(ctx)
+		require.NoError(t, err)
+		if info.Rootless && info.CgroupVersion == "1" {
+			// The kernel cannot hold these limits for a rootless runtime on
+			// cgroup v1: without the opt-out `up` refuses (exit 4) rather
+			// than run unlimited, and leaves nothing (the conformance suite
+			// asserts the refusal at the port).
+			strict := slices.DeleteFunc(slices.Clone(global), func(f string) bool { return f == "--unenforced-limits" })
+			up := runCLI(ctx, t, env, append(strict, "--memory", "256m", "--cpus", "0.5", "up", "--owner", owner, "--services", "redis")...)
+			assert.Equal(t, 4, up.code, "stderr: %s", up.stderr)
+			assert.Contains(t, up.stderr, "cannot enforce")
+			assert.Empty(t, e.SandboxNames(ctx), "nothing left by the refused up")
+			return
+		}
 
 		up := runCLI(ctx, t, env, append(global, "--memory", "256m", "--cpus", "0.5", "up", "--owner", owner, "--services", "redis")...)
 		require.Equal(t, 0, up.code, "stderr: %s", up.stderr)
