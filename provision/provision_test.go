@@ -988,7 +988,7 @@ func (kvEngine) Spec() engines.Spec {
 	return engines.Spec{Name: "kv", Short: "kv", Image: "example/kv:1", Port: 7000, Tmpfs: []string{"/kv"}, ReadyTimeout: 5 * time.Second}
 }
 
-func (kvEngine) Container(cred engines.Credentials) engines.Container {
+func (kvEngine) Container(cred engines.Credentials, _ engines.Limits) engines.Container {
 	return engines.Container{Env: map[string]string{"KV_PASSWORD": cred.Password}, Command: []string{"kv-server"}}
 }
 
