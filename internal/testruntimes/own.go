@@ -121,3 +121,28 @@ func cgroupOOMKills(t testing.TB, cgroupsPath string) int {
 	}
 	return 0
 }
+
+// OwnPIDs lists the host PIDs of a container's processes, as the
+// runtime's own tools list them (docker top, podman top's hpid, ctr task
+// ps).
+func (r Runtime) OwnPIDs(t testing.TB, ctx context.Context, name string) []string {
+	t.Helper()
+	var out []byte
+	switch r.RT.Name() {
+	case docker.Name:
+		out = r.Own(t, ctx, "top", name, "-eo", "pid")
+	case podman.Name:
+		out = r.Own(t, ctx, "top", name, "hpid")
+	default:
+		out = r.Own(t, ctx, "tasks", "ps", name)
+	}
+	var pids []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			if _, err := strconv.Atoi(f[0]); err == nil {
+				pids = append(pids, f[0])
+			}
+		}
+	}
+	return pids
+}
