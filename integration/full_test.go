@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -65,5 +69,50 @@ func TestFullIsAnErrorNotADeath(t *testing.T) {
 				assert.False(t, st.OOMKilled, "nothing was OOM-killed, as %s sees it", r.Name)
 			})
 		}
+	})
+}
+
+// TestDroppedDatabasesGiveTheirRoomBack: per-test databases are created,
+// filled and dropped in one postgres sandbox, many times over, their total
+// several times the sandbox's budget: every round succeeds, because a
+// dropped database's tmpfs pages are given back, and the sandbox still
+// serves afterwards.
+func TestDroppedDatabasesGiveTheirRoomBack(t *testing.T) {
+	const (
+		rounds  = 16
+		perTest = 32 << 20 // bytes of rows per test database
+	)
+	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
+		e := newEnv(t, r)
+		ctx := testkit.Context(t, 10*time.Minute)
+		sb, err := e.Provisioner(nil).Provision(ctx, e.Owner("dbs"), []string{"postgres"})
+		if errors.Is(err, runtime.ErrUnsupported) {
+			t.Logf("%s cannot enforce the memory limit, so no budget holds: %v", r.Name, err)
+			return
+		}
+		require.NoError(t, err, "provision")
+		admin, err := testruntimes.URL(sb, sb.Containers[0])
+		require.NoError(t, err)
+		f := engines.Filler(engines.Postgres{})
+		conn, err := pgx.Connect(ctx, admin)
+		require.NoError(t, err)
+		defer conn.Close(context.WithoutCancel(ctx))
+		for i := range rounds {
+			db := fmt.Sprintf("test_%d", i)
+			_, err := conn.Exec(ctx, "create database "+db)
+			require.NoError(t, err, "round %d: create database", i)
+			u, err := url.Parse(admin)
+			require.NoError(t, err)
+			u.Path = "/" + db
+			res, err := f.Fill(ctx, u.String(), fillChunk, perTest)
+			require.NoError(t, err, "round %d: fill", i)
+			require.NoError(t, res.Full, "round %d: %d MiB fit in a fresh database", i, perTest>>20)
+			_, err = conn.Exec(ctx, "drop database "+db)
+			require.NoError(t, err, "round %d: drop database", i)
+		}
+		t.Logf("%d databases of %d MiB created, filled and dropped in a %d MiB sandbox", rounds, perTest>>20, provision.DefaultMemoryBytes>>20)
+		_, err = engines.Default.Login(ctx, "postgres", admin)
+		assert.NoError(t, err, "the sandbox still serves")
+		assert.True(t, r.OwnStateOf(t, ctx, sb.Containers[0].Name).Running, "the container is running, as %s sees it", r.Name)
 	})
 }
