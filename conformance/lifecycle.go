@@ -355,8 +355,13 @@ func testOOMKillIsReported(t *testing.T, s *suite) {
 	} else {
 		require.NoError(t, err, "run %s", spec.Name)
 	}
-	got := s.cgroupLimits(t, ctx, spec.Name)
-	require.Equal(t, int64(oomLimit), got.memory, "the memory limit is in the container's cgroup (%s) before the hog starts", got.version)
+	if got := s.cgroupLimits(t, ctx, spec.Name); got.memory != oomLimit {
+		// Only a rootless runtime run with the adapter's explicit opt-out
+		// (limits it cannot enforce are dropped, not refused) gets here.
+		require.True(t, info.Rootless, "the memory limit %d is in the container's cgroup (%s: %d)", oomLimit, got.version, got.memory)
+		t.Logf("%s (rootless, cgroup v%s) runs the container without its memory limit, as its opt-out allows: there is nothing to OOM-kill", s.rt.Name(), info.CgroupVersion)
+		return
+	}
 	s.exec(t, ctx, spec.Name, runtime.ExecSpec{Cmd: []string{"touch", "/tmp/go"}}, 0)
 
 	var c runtime.Container
