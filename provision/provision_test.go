@@ -2,6 +2,7 @@ package provision_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1160,5 +1161,40 @@ func TestLogsCarryNoPassword(t *testing.T) {
 	assert.Contains(t, logs, "sandbox removed")
 	for _, pw := range passwords(sb) {
 		assert.NotContains(t, logs, pw)
+	}
+}
+
+// TestBudgetFollowsTheMemoryLimit: each sandbox's run spec carries its
+// engine's budget for the memory limit it runs with (engines.Limits): the
+// tmpfs sizes the engine gives for that limit, the default's and a larger
+// one's alike.
+func TestBudgetFollowsTheMemoryLimit(t *testing.T) {
+	for _, limit := range []int64{0, 2 << 30} {
+		t.Run(fmt.Sprint(limit>>20, "MiB"), func(t *testing.T) {
+			w := newWorld(t)
+			var runs record[runtime.RunSpec]
+			w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+				if c.Verb == fakeruntime.VerbRun {
+					runs.add(c.Run)
+				}
+				return nil
+			})
+			opts := w.options()
+			opts.MemoryBytes = limit
+			_, err := w.provisioner(opts).Provision(ctxT(t), "1", engines.Default.Names())
+			require.NoError(t, err)
+			want := cmp.Or(limit, provision.DefaultMemoryBytes)
+			specs := runs.get()
+			require.Len(t, specs, len(engines.Default.Names()))
+			for _, s := range specs {
+				e, _ := engines.Default.Lookup(s.Labels[labels.For(labels.DefaultPrefix).Engine])
+				cc := e.Container(engines.Credentials{}, engines.Limits{MemoryBytes: want})
+				assert.Equal(t, want, s.MemoryBytes)
+				assert.Equal(t, cc.Tmpfs, s.Tmpfs, "%s: the engine's tmpfs bounds for %d MiB", e.Spec().Name, want>>20)
+				for path, o := range s.Tmpfs {
+					assert.Contains(t, o, "size=", "%s: %s is bounded", e.Spec().Name, path)
+				}
+			}
+		})
 	}
 }
