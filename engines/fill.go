@@ -2,8 +2,11 @@ package engines
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -54,8 +57,23 @@ type fullError struct{ err error }
 func (e fullError) Error() string   { return e.err.Error() }
 func (e fullError) Unwrap() []error { return []error{ErrFull, e.err} }
 func full(err error) error          { return fullError{err} }
-func payload(chunk int, i int64) string {
-	return fmt.Sprintf("%08d", i) + strings.Repeat("x", max(chunk-8, 0))
+
+// filler makes record payloads: chunk bytes of random hex each, which no
+// storage engine's compression (WiredTiger's snappy, redis has none) can
+// shrink much, so that what a sandbox holds is measured in bytes a real
+// fixture would take.
+type filler struct{ rng *rand.ChaCha8 }
+
+func newFiller() filler {
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(time.Now().UnixNano()))
+	return filler{rand.NewChaCha8(seed)}
+}
+
+func (f filler) payload(chunk int) string {
+	b := make([]byte, (chunk+1)/2)
+	_, _ = f.rng.Read(b)
+	return hex.EncodeToString(b)[:chunk]
 }
 
 // fillTable is the table (postgres), key prefix (redis) and collection
@@ -66,8 +84,9 @@ const fillTable = "sandboxer_fill"
 // space left on device".
 const pgDiskFull = "53100"
 
-// Fill inserts rows of an uncompressed text column (chunk must stay under
-// postgres's 8 kB page) in batches of about 1 MiB, each its own
+// Fill inserts rows of an uncompressed text column (storage plain: no
+// TOAST compression, so repeated characters weigh their size; chunk must
+// stay under postgres's 8 kB page) in batches of about 1 MiB, each its own
 // transaction, until an insert fails with SQLSTATE 53100.
 func (Postgres) Fill(ctx context.Context, rawURL string, chunk int, limit int64) (FillResult, error) {
 	var res FillResult
@@ -130,11 +149,12 @@ func (Redis) Fill(ctx context.Context, rawURL string, chunk int, limit int64) (F
 		return res, loginError("redis", rawURL, err)
 	}
 	defer c.Close()
+	gen := newFiller()
 	for res.Bytes < limit {
 		const perPipe = 64
 		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := range int64(perPipe) {
-				p.Set(ctx, fmt.Sprintf("%s:%d", fillTable, res.Records+i), payload(chunk, res.Records+i), 0)
+				p.Set(ctx, fmt.Sprintf("%s:%d", fillTable, res.Records+i), gen.payload(chunk), 0)
 			}
 			return nil
 		})
@@ -187,11 +207,12 @@ func (Mongo) Fill(ctx context.Context, rawURL string, chunk int, limit int64) (F
 	}
 	defer c.Disconnect(context.WithoutCancel(ctx))
 	coll := c.Database(DefaultDatabase).Collection(fillTable)
+	gen := newFiller()
 	for res.Bytes < limit {
 		const perBatch = 64
 		docs := make([]any, perBatch)
 		for i := range docs {
-			docs[i] = bson.D{{Key: "n", Value: res.Records + int64(i)}, {Key: "v", Value: payload(chunk, res.Records+int64(i))}}
+			docs[i] = bson.D{{Key: "n", Value: res.Records + int64(i)}, {Key: "v", Value: gen.payload(chunk)}}
 		}
 		r, err := coll.InsertMany(ctx, docs)
 		if r != nil {
