@@ -18,18 +18,14 @@ import (
 func (s *Suite) spec(engine, name string, cred engines.Credentials, labels map[string]string) runtime.RunSpec {
 	e, _ := s.Registry.Lookup(engine)
 	sp := e.Spec()
-	cc := e.Container(cred)
-	tmpfs := map[string]string{}
-	for _, path := range sp.Tmpfs {
-		tmpfs[path] = ""
-	}
+	cc := e.Container(cred, engines.Limits{MemoryBytes: provision.DefaultMemoryBytes})
 	return runtime.RunSpec{
 		Name:        name,
 		Image:       s.Images[engine],
 		Env:         cc.Env,
 		Command:     cc.Command,
 		Labels:      labels,
-		Tmpfs:       tmpfs,
+		Tmpfs:       cc.Tmpfs,
 		MemoryBytes: provision.DefaultMemoryBytes,
 		CPUs:        provision.DefaultCPUs,
 		Ports:       []runtime.PortSpec{{ContainerPort: sp.Port, Protocol: "tcp", HostIP: runtime.DefaultHostIP}},

@@ -95,6 +95,9 @@ func (s *Suite) declare() {
 	add(&Figure{Name: FigRawOwnersOK, Unit: UnitCount, Note: fmt.Sprintf("of %d runtime API runs + logins at once", s.Owners)})
 	add(&Figure{Name: FigRawOwnersP50, Unit: UnitMS})
 	add(&Figure{Name: FigRawOwnersP95, Unit: UnitMS})
+	for _, n := range names {
+		add(&Figure{Name: FigCapacity(n), Unit: UnitMiB, Note: "1 kB records through the real client until the engine's own full error"})
+	}
 }
 
 // pickTrioBaseline compares the trio with the slowest single baseline.

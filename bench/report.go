@@ -27,6 +27,7 @@ import (
 const (
 	UnitMS    = "ms"
 	UnitCount = "count"
+	UnitMiB   = "MiB"
 )
 
 // TargetKind says what a target bounds.
@@ -69,7 +70,7 @@ func (t Target) String(unit string) string {
 type Figure struct {
 	// Name says what was measured ("provision postgres").
 	Name string `json:"name"`
-	// Unit is UnitMS or UnitCount.
+	// Unit is UnitMS, UnitCount or UnitMiB.
 	Unit string `json:"unit"`
 	// Samples are the raw measurements, in the order taken.
 	Samples []float64 `json:"samples"`
@@ -256,8 +257,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // value renders a sample: milliseconds with a precision that suits their
 // size, counts as integers.
 func value(v float64, unit string) string {
-	if unit == UnitCount {
+	switch unit {
+	case UnitCount:
 		return trimFloat(v)
+	case UnitMiB:
+		return fmt.Sprintf("%.1f MiB", v)
 	}
 	switch {
 	case v >= 100:

@@ -113,17 +113,9 @@ func (s *Suite) phases(sb provision.Sandbox, engine string) {
 // firstLogin logs in once, without retry, with the URL the sandbox
 // emitted for c: Provision must never return before that works.
 func (s *Suite) firstLogin(ctx context.Context, sb provision.Sandbox, c provision.Container) error {
-	e, ok := s.Registry.Lookup(c.Engine)
-	if !ok {
-		return fmt.Errorf("unknown engine %q", c.Engine)
-	}
-	v, ok := URLVar(e.Env(provision.DefaultEnvPrefix, c.Endpoint, engines.Credentials{}))
-	if !ok {
-		return fmt.Errorf("%s emits no URL", c.Engine)
-	}
-	url, ok := sb.Lookup(v.Name)
-	if !ok {
-		return fmt.Errorf("the sandbox emitted no %s", v.Name)
+	url, err := s.urlOf(sb, c)
+	if err != nil {
+		return err
 	}
 	login, ok := Logins[c.Engine]
 	if !ok {
@@ -133,6 +125,23 @@ func (s *Suite) firstLogin(ctx context.Context, sb provision.Sandbox, c provisio
 		return fmt.Errorf("%s: %s", c.Name, redact(err.Error(), url))
 	}
 	return nil
+}
+
+// urlOf is the connection URL sb emitted for c, one of its containers.
+func (s *Suite) urlOf(sb provision.Sandbox, c provision.Container) (string, error) {
+	e, ok := s.Registry.Lookup(c.Engine)
+	if !ok {
+		return "", fmt.Errorf("unknown engine %q", c.Engine)
+	}
+	v, ok := URLVar(e.Env(provision.DefaultEnvPrefix, c.Endpoint, engines.Credentials{}))
+	if !ok {
+		return "", fmt.Errorf("%s emits no URL", c.Engine)
+	}
+	url, ok := sb.Lookup(v.Name)
+	if !ok {
+		return "", fmt.Errorf("the sandbox emitted no %s", v.Name)
+	}
+	return url, nil
 }
 
 func (s *Suite) teardown(ctx context.Context, p *provision.Provisioner, owner string) {

@@ -201,6 +201,7 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 			return nil, ctx.Err()
 		}
 	}
+	s.capacity(ctx, p)
 
 	s.report.ElapsedSeconds = time.Since(s.report.Started).Seconds()
 	s.pickTrioBaseline()

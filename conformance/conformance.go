@@ -89,6 +89,7 @@ var semantics = []semantic{
 	{"ExecStdoutStderrExitCodeEnv", testExecStdoutStderrExitCodeEnv},
 	{"StopAfterGraceWhenTERMIgnored", testStopAfterGraceWhenTERMIgnored},
 	{"KillStopsAtOnce", testKillStopsAtOnce},
+	{"OOMKillIsReported", testOOMKillIsReported},
 	{"InspectAbsentIsNotFound", testInspectAbsentIsNotFound},
 	{"ExecStopKillAbsentAreNotFound", testExecStopKillAbsentAreNotFound},
 	{"RunDuplicateNameIsAlreadyExists", testRunDuplicateNameIsAlreadyExists},

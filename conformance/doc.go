@@ -43,6 +43,9 @@
 //     code, passes env and user.
 //   - StopAfterGraceWhenTERMIgnored: stop waits out the grace, then kills.
 //   - KillStopsAtOnce: kill does not wait for a grace.
+//   - OOMKillIsReported: a container killed for memory exits 137 and reads
+//     as OOM-killed in inspect, list and snapshot where the backend reports
+//     OOM kills (Info.ReportsOOMKill), and never claims it where not.
 //   - InspectAbsentIsNotFound: inspect of an absent container is
 //     ErrNotFound, and the error names the runtime and the container.
 //   - ExecStopKillAbsentAreNotFound: the other verbs on an absent container

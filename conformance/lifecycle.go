@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -149,6 +150,8 @@ func testKillStopsAtOnce(t *testing.T, s *suite) {
 	require.NoError(t, err)
 	assert.False(t, c.Running(), "the container is still running once kill returned")
 	assert.Equal(t, runtime.StateExited, c.State, "state once kill returned")
+	assert.False(t, c.OOMKilled, "a killed container is not OOM-killed")
+	assert.Equal(t, fmt.Sprintf("exited (code %d)", c.ExitCode), c.Status())
 }
 
 // testInspectAbsentIsNotFound: inspecting a container that does not exist
@@ -323,4 +326,68 @@ func testParallelRunRemoveLeavesNothing(t *testing.T, s *suite) {
 		_, err := s.rt.Inspect(ctx, spec.Name)
 		assert.ErrorIs(t, err, runtime.ErrNotFound, "inspect %s after its remove", spec.Name)
 	}
+}
+
+// oomLimit is the memory limit of the container OOMKillIsReported gets
+// killed in.
+const oomLimit = 16 << 20
+
+// testOOMKillIsReported: a container whose main process the kernel kills
+// for going over its memory limit exits 137 and, on a backend that reports
+// OOM kills (Info.ReportsOOMKill), reads as OOM-killed in Inspect, List
+// and Snapshot ("exited (OOM killed)"); a backend that does not report
+// them says so in Info, and its containers never claim it. The hog
+// (`tail /dev/zero`: a line that never ends, which tail holds whole) is
+// let loose only once the limit is seen in the container's own cgroup,
+// so that a backend that cannot enforce it never lets it eat the host: a
+// backend that refuses the limit says ErrUnsupported, as the design wants.
+func testOOMKillIsReported(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	info, err := s.rt.Version(ctx)
+	require.NoError(t, err, "version")
+	spec := s.spec(t)
+	spec.MemoryBytes = oomLimit
+	spec.Command = []string{"sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.1; done; exec tail /dev/zero"}
+	s.track(t, spec.Name)
+	if _, err := s.rt.Run(ctx, spec); errors.Is(err, runtime.ErrUnsupported) {
+		t.Logf("%s (rootless %v, cgroup v%s) cannot enforce a memory limit, and says so: %v", s.rt.Name(), info.Rootless, info.CgroupVersion, err)
+		return
+	} else {
+		require.NoError(t, err, "run %s", spec.Name)
+	}
+	if got := s.cgroupLimits(t, ctx, spec.Name); got.Memory != oomLimit {
+		// Only a rootless runtime run with the adapter's explicit opt-out
+		// (limits it cannot enforce are dropped, not refused) gets here.
+		require.True(t, info.Rootless, "the memory limit %d is in the container's cgroup (%s: %d)", oomLimit, got.Version, got.Memory)
+		t.Logf("%s (rootless, cgroup v%s) runs the container without its memory limit, as its opt-out allows: there is nothing to OOM-kill", s.rt.Name(), info.CgroupVersion)
+		return
+	}
+	s.exec(t, ctx, spec.Name, runtime.ExecSpec{Cmd: []string{"touch", "/tmp/go"}}, 0)
+
+	var c runtime.Container
+	poll(t, "the hog is killed", time.Minute, func() error {
+		if c, err = s.rt.Inspect(ctx, spec.Name); err != nil {
+			return err
+		}
+		if c.State != runtime.StateExited {
+			return fmt.Errorf("state %s", c.State)
+		}
+		return nil
+	})
+	assert.Equal(t, 137, c.ExitCode, "exit code of a process killed by SIGKILL")
+	listed, err := s.rt.List(ctx, map[string]string{runLabel: s.runID, testLabel: t.Name()})
+	require.NoError(t, err, "list")
+	require.Len(t, listed, 1, "list finds the container")
+	snap, err := s.rt.Snapshot(ctx, map[string]string{runLabel: s.runID, testLabel: t.Name()})
+	require.NoError(t, err, "snapshot")
+	require.Len(t, snap.Matched, 1, "snapshot finds the container")
+	if !info.ReportsOOMKill {
+		t.Logf("%s %s does not report OOM kills (Info.ReportsOOMKill false): the container reads %q", s.rt.Name(), info.Version, c.Status())
+		assert.False(t, c.OOMKilled || listed[0].OOMKilled || snap.Matched[0].OOMKilled, "a backend that does not report OOM kills never claims one")
+		return
+	}
+	assert.True(t, c.OOMKilled, "inspect reports the OOM kill")
+	assert.True(t, listed[0].OOMKilled, "list reports the OOM kill")
+	assert.True(t, snap.Matched[0].OOMKilled, "snapshot reports the OOM kill")
+	assert.Equal(t, "exited (OOM killed)", c.Status())
 }

@@ -13,6 +13,7 @@
 package engines
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/roboco/sandboxer/runtime"
@@ -30,8 +31,11 @@ const (
 type Engine interface {
 	// Spec is the engine's static description.
 	Spec() Spec
-	// Container is how the sandbox container is started for cred.
-	Container(cred Credentials) Container
+	// Container is how the sandbox container is started for cred within
+	// lim: the engine sizes its memory budget (every tmpfs, the server's
+	// caches and buffers) from lim, so that a full sandbox answers with the
+	// engine's own "full" error instead of being killed for memory.
+	Container(cred Credentials, lim Limits) Container
 	// Probe is the readiness check run inside the sandbox container via
 	// exec, against ep (the sandbox's own non-loopback address and its
 	// container port). Every step must pass, in order.
@@ -53,7 +57,9 @@ type Spec struct {
 	// Port is the port the server listens on inside the container.
 	Port int
 	// Tmpfs lists the paths mounted as tmpfs: every VOLUME of the image, so
-	// that nothing reaches the host disk and no anonymous volume is left.
+	// that nothing reaches the host disk and no anonymous volume is left,
+	// and any other directory the engine keeps data in (postgres's WAL).
+	// Container gives each its mount options.
 	Tmpfs []string
 	// ReadyTimeout is how long the probe may take to pass after start.
 	ReadyTimeout time.Duration
@@ -63,6 +69,45 @@ type Spec struct {
 type Container struct {
 	Env     map[string]string
 	Command []string
+	// Tmpfs holds the mount options of every path of Spec.Tmpfs (a bounded
+	// size when the limits give a memory budget; "" is the runtime's
+	// default, which is half the host's memory).
+	Tmpfs map[string]string
+}
+
+// Limits are the resources a sandbox container runs with, as the run spec
+// sets them.
+type Limits struct {
+	// MemoryBytes is the container's memory limit (0: none, and then no
+	// budget: the engine's own defaults and unbounded tmpfs).
+	MemoryBytes int64
+}
+
+// share is a fraction num/den of the memory limit, in bytes, rounded down
+// to whole MiB and at least minimum; 0 when there is no limit.
+func (l Limits) share(num, den, minimum int64) int64 {
+	if l.MemoryBytes <= 0 {
+		return 0
+	}
+	b := l.MemoryBytes / den * num
+	b -= b % mib
+	return max(b, minimum)
+}
+
+const mib = 1 << 20
+
+// tmpfsSize is a tmpfs mount option for size bytes ("" for 0: the
+// runtime's default).
+func tmpfsSize(size int64) string {
+	if size <= 0 {
+		return ""
+	}
+	return "size=" + strconv.FormatInt(size, 10)
+}
+
+// mb is bytes as a server setting in whole megabytes ("64MB", "64mb").
+func mb(bytes int64, unit string) string {
+	return strconv.FormatInt(bytes/mib, 10) + unit
 }
 
 // Credentials are what a sandbox is set up with. Every service of every

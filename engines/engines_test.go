@@ -1,8 +1,12 @@
 package engines_test
 
 import (
+	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +28,7 @@ func TestDefaultRegistry(t *testing.T) {
 		tmpfs   []string
 		timeout time.Duration
 	}{
-		{"postgres", "pg", "postgres:16-alpine", 5432, []string{"/var/lib/postgresql/data"}, 60 * time.Second},
+		{"postgres", "pg", "postgres:16-alpine", 5432, []string{"/var/lib/postgresql/data", "/var/lib/postgresql/wal", "/var/lib/postgresql/tablespace"}, 60 * time.Second},
 		{"redis", "redis", "redis:8-alpine", 6379, []string{"/data"}, 15 * time.Second},
 		{"mongo", "mongo", "mongo:8", 27017, []string{"/data/db", "/data/configdb"}, 60 * time.Second},
 	}
@@ -126,19 +130,83 @@ func TestContainerDefaults(t *testing.T) {
 	tests := []struct {
 		engine  string
 		env     map[string]string
-		command []string
+		command []string // after the sh -c script, where there is one
+		tmpfs   map[string]string
 	}{
-		{"postgres", map[string]string{"POSTGRES_USER": "sandbox", "POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "sandbox"},
-			[]string{"postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"}},
-		{"redis", nil, []string{"redis-server", "--requirepass", "pw", "--save", "", "--appendonly", "no"}},
-		{"mongo", map[string]string{"MONGO_INITDB_ROOT_USERNAME": "sandbox", "MONGO_INITDB_ROOT_PASSWORD": "pw"}, nil},
+		{"postgres",
+			map[string]string{"POSTGRES_USER": "sandbox", "POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "sandbox",
+				"POSTGRES_INITDB_WALDIR": "/var/lib/postgresql/wal"},
+			[]string{"sandboxer-postgres", "postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+				"-c", "wal_level=minimal", "-c", "max_wal_senders=0", "-c", "wal_skip_threshold=0"},
+			map[string]string{"/var/lib/postgresql/data": "", "/var/lib/postgresql/wal": "", "/var/lib/postgresql/tablespace": ""}},
+		{"redis", map[string]string{"REDIS_PASSWORD": "pw"},
+			[]string{"redis-server", "--save", "", "--appendonly", "no"},
+			map[string]string{"/data": ""}},
+		{"mongo", map[string]string{"MONGO_INITDB_ROOT_USERNAME": "sandbox", "MONGO_INITDB_ROOT_PASSWORD": "pw"}, nil,
+			map[string]string{"/data/db": "", "/data/configdb": ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.engine, func(t *testing.T) {
 			e, _ := engines.Default.Lookup(tt.engine)
-			c := e.Container(cred)
+			c := e.Container(cred, engines.Limits{})
 			assert.Equal(t, tt.env, c.Env)
-			assert.Equal(t, tt.command, c.Command)
+			assert.Equal(t, tt.command, afterScript(c.Command))
+			assert.Equal(t, tt.tmpfs, c.Tmpfs, "no limit: no bound")
+		})
+	}
+}
+
+// afterScript is argv without a leading `sh -c SCRIPT`.
+func afterScript(argv []string) []string {
+	if len(argv) >= 3 && argv[0] == "sh" && argv[1] == "-c" {
+		return argv[3:]
+	}
+	return argv
+}
+
+// TestContainerBudget: within a memory limit every tmpfs is bounded, the
+// bounds and the servers' own memory settings sum to less than the limit,
+// and they follow the limit.
+func TestContainerBudget(t *testing.T) {
+	cred := engines.Credentials{User: "sandbox", Password: "0123456789abcdef0123456789abcdef", Database: "sandbox"}
+	const mib = 1 << 20
+	tests := []struct {
+		engine string
+		limit  int64
+		tmpfs  map[string]string
+		args   []string // server settings the budget sets, in argv
+	}{
+		{"postgres", 512 * mib,
+			map[string]string{"/var/lib/postgresql/data": "size=50331648", "/var/lib/postgresql/wal": "size=100663296", "/var/lib/postgresql/tablespace": "size=201326592"},
+			[]string{"-c", "shared_buffers=32MB", "-c", "maintenance_work_mem=32MB", "-c", "work_mem=4MB", "-c", "max_wal_size=32MB", "-c", "min_wal_size=32MB"}},
+		{"postgres", 2048 * mib,
+			map[string]string{"/var/lib/postgresql/data": "size=134217728", "/var/lib/postgresql/wal": "size=402653184", "/var/lib/postgresql/tablespace": "size=805306368"},
+			[]string{"-c", "shared_buffers=128MB", "-c", "maintenance_work_mem=128MB", "-c", "work_mem=16MB", "-c", "max_wal_size=96MB", "-c", "min_wal_size=32MB"}},
+		{"redis", 512 * mib, map[string]string{"/data": "size=16777216"},
+			[]string{"--maxmemory", "256mb", "--maxmemory-policy", "noeviction"}},
+		{"redis", 2048 * mib, map[string]string{"/data": "size=67108864"},
+			[]string{"--maxmemory", "1024mb", "--maxmemory-policy", "noeviction"}},
+		{"mongo", 512 * mib, map[string]string{"/data/db": "size=134217728", "/data/configdb": "size=8388608"},
+			[]string{"--wiredTigerCacheSizeGB", "0.25"}},
+		{"mongo", 4096 * mib, map[string]string{"/data/db": "size=1073741824", "/data/configdb": "size=67108864"},
+			[]string{"--wiredTigerCacheSizeGB", "1.00"}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%dMiB", tt.engine, tt.limit/mib), func(t *testing.T) {
+			e, _ := engines.Default.Lookup(tt.engine)
+			c := e.Container(cred, engines.Limits{MemoryBytes: tt.limit})
+			assert.Equal(t, tt.tmpfs, c.Tmpfs)
+			assert.Equal(t, slices.Sorted(maps.Keys(c.Tmpfs)), slices.Sorted(slices.Values(e.Spec().Tmpfs)), "every tmpfs of the spec has its options")
+			argv := strings.Join(c.Command, " ")
+			assert.Contains(t, argv, strings.Join(tt.args, " "))
+			assert.NotContains(t, argv, cred.Password, "no password in argv")
+			var sum int64
+			for _, o := range c.Tmpfs {
+				n, err := strconv.ParseInt(strings.TrimPrefix(o, "size="), 10, 64)
+				require.NoError(t, err)
+				sum += n
+			}
+			assert.Less(t, sum, tt.limit*3/4, "the tmpfs bounds leave headroom for the server")
 		})
 	}
 }
@@ -205,8 +273,10 @@ func TestCredentials(t *testing.T) {
 // fakeEngine is a minimal engine for registry tests.
 type fakeEngine struct{ spec engines.Spec }
 
-func (f fakeEngine) Spec() engines.Spec                            { return f.spec }
-func (fakeEngine) Container(engines.Credentials) engines.Container { return engines.Container{} }
+func (f fakeEngine) Spec() engines.Spec { return f.spec }
+func (fakeEngine) Container(engines.Credentials, engines.Limits) engines.Container {
+	return engines.Container{}
+}
 func (fakeEngine) Probe(engines.Endpoint, engines.Credentials) []engines.ProbeStep {
 	return nil
 }

@@ -113,3 +113,15 @@ func TestRegistryLogin(t *testing.T) {
 	_, err = reg.Login(ctx, "redis", "redis://:pw@127.0.0.1:1/0")
 	assert.True(t, errors.Is(err, engines.ErrNoLogin), "%v", err)
 }
+
+// TestEveryEngineCanBeFilled: the tests that prove a full sandbox errors
+// instead of dying, and the bench that measures what a sandbox holds, fill
+// every engine through its Filler.
+func TestEveryEngineCanBeFilled(t *testing.T) {
+	for _, e := range engines.Default.All() {
+		t.Run(e.Spec().Name, func(t *testing.T) {
+			_, ok := e.(engines.Filler)
+			assert.True(t, ok, "%T implements no engines.Filler: nothing can show what %s does when full", e, e.Spec().Name)
+		})
+	}
+}

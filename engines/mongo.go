@@ -29,14 +29,26 @@ func (Mongo) Spec() Spec {
 	}
 }
 
-// Container sets the root user; the server's own defaults are kept.
-func (Mongo) Container(cred Credentials) Container {
-	return Container{
+// Container sets the root user. Within a memory limit, the data directory
+// gets a quarter of it and the storage engine's cache is sized for the
+// rest (--wiredTigerCacheSizeGB: a quarter of the limit, at least the
+// 0.25 GB mongod accepts), so that a full sandbox refuses writes instead
+// of being killed for memory; /data/configdb holds next to nothing.
+func (Mongo) Container(cred Credentials, lim Limits) Container {
+	c := Container{
 		Env: map[string]string{
 			"MONGO_INITDB_ROOT_USERNAME": cred.User,
 			"MONGO_INITDB_ROOT_PASSWORD": cred.Password,
 		},
+		Tmpfs: map[string]string{"/data/db": "", "/data/configdb": ""},
 	}
+	if lim.MemoryBytes > 0 {
+		cache := float64(lim.share(1, 4, mib)) / (1 << 30)
+		c.Command = []string{"mongod", "--wiredTigerCacheSizeGB", strconv.FormatFloat(max(cache, 0.25), 'f', 2, 64)}
+		c.Tmpfs["/data/db"] = tmpfsSize(lim.share(1, 4, 16*mib))
+		c.Tmpfs["/data/configdb"] = tmpfsSize(lim.share(1, 64, mib))
+	}
+	return c
 }
 
 // probeURLEnv carries the probe's connection URL into mongosh, so that the

@@ -21,27 +21,103 @@ func (Postgres) Spec() Spec {
 		Short:        "pg",
 		Image:        "postgres:16-alpine",
 		Port:         5432,
-		Tmpfs:        []string{"/var/lib/postgresql/data"},
+		Tmpfs:        []string{pgData, pgWAL, pgTablespace},
 		ReadyTimeout: 60 * time.Second,
 	}
 }
 
-// Container turns durability off: a sandbox is thrown away, so fsync and
-// full-page writes only cost time.
-func (Postgres) Container(cred Credentials) Container {
-	return Container{
+// A sandbox's postgres keeps three directories, each on a tmpfs of its own,
+// so that what a consumer writes can fill only a place whose filling is an
+// ERROR for that statement:
+//   - pgTablespace holds the consumer's data: the sandbox database and
+//     every database created afterwards (template1 is moved there), so a
+//     per-test database lands there too;
+//   - pgData (the image's VOLUME, PGDATA) keeps the server's own files:
+//     the catalogs of postgres and template0, pg_xact, and what every
+//     checkpoint writes (a checkpoint that cannot write there is a PANIC,
+//     and the crash recovery that follows cannot finish on a full disk);
+//   - pgWAL (POSTGRES_INITDB_WALDIR, the official image's contract) holds
+//     the WAL, which max_wal_size keeps far below its tmpfs (a full WAL is
+//     a PANIC too).
+const (
+	pgData       = "/var/lib/postgresql/data"
+	pgWAL        = "/var/lib/postgresql/wal"
+	pgTablespace = "/var/lib/postgresql/tablespace"
+)
+
+// pgMinWAL is the smallest max_wal_size/min_wal_size postgres takes (two
+// 16 MB segments).
+const pgMinWAL = 32 * mib
+
+// pgStart is the container's command, run by the image's entrypoint as
+// `sh -c` (as root, the image's user): it hands pgTablespace to postgres
+// and drops an init script into /docker-entrypoint-initdb.d (the official
+// image runs it during first-start initialisation, on its unix-socket-only
+// server, after creating POSTGRES_DB) that creates the tablespace and makes
+// it the default of POSTGRES_DB and template1; then it execs the
+// entrypoint again with "$@" (postgres and its options), so postgres stays
+// the container's main process.
+const pgStart = `chown postgres "` + pgTablespace + `" && chmod 700 "` + pgTablespace + `"
+cat >/docker-entrypoint-initdb.d/sandboxer-tablespace.sh <<'EOF'
+psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --no-password --no-psqlrc --dbname postgres \
+	-c "CREATE TABLESPACE sandbox LOCATION '` + pgTablespace + `'" \
+	-c "ALTER DATABASE template1 SET TABLESPACE sandbox" \
+	-c "ALTER DATABASE \"$POSTGRES_DB\" SET TABLESPACE sandbox"
+EOF
+exec docker-entrypoint.sh "$@"
+`
+
+// Container turns durability off (a sandbox is thrown away, so fsync and
+// full-page writes only cost time) and, within a memory limit, sizes the
+// budget so that a full sandbox is an ERROR ("could not extend file ...
+// No space left on device", SQLSTATE 53100) and the server keeps serving:
+//   - the consumer's data (pgTablespace): 3/8 of the limit (192 MiB of
+//     512 MiB);
+//   - the server's own files (pgData): 1/16, at least 48 MiB;
+//   - WAL (pgWAL): 3/16, at least 96 MiB, with max_wal_size at most a
+//     third of it, so checkpoints recycle WAL long before it could fill
+//     its tmpfs;
+//   - shared_buffers 1/16, maintenance_work_mem 1/16, work_mem 1/128;
+//   - the rest (about a quarter) is headroom for the server's processes.
+//
+// Dropped databases give their tmpfs pages back at once (DROP DATABASE
+// unlinks the files), so creating and dropping per-test databases never
+// accumulates.
+func (Postgres) Container(cred Credentials, lim Limits) Container {
+	c := Container{
 		Env: map[string]string{
-			"POSTGRES_USER":     cred.User,
-			"POSTGRES_PASSWORD": cred.Password,
-			"POSTGRES_DB":       cred.Database,
+			"POSTGRES_USER":          cred.User,
+			"POSTGRES_PASSWORD":      cred.Password,
+			"POSTGRES_DB":            cred.Database,
+			"POSTGRES_INITDB_WALDIR": pgWAL,
 		},
 		Command: []string{
+			"sh", "-c", pgStart, "sandboxer-postgres",
 			"postgres",
 			"-c", "fsync=off",
 			"-c", "synchronous_commit=off",
 			"-c", "full_page_writes=off",
+			"-c", "wal_level=minimal",
+			"-c", "max_wal_senders=0",
+			"-c", "wal_skip_threshold=0",
 		},
+		Tmpfs: map[string]string{pgData: "", pgWAL: "", pgTablespace: ""},
 	}
+	if lim.MemoryBytes <= 0 {
+		return c
+	}
+	wal := lim.share(3, 16, 3*pgMinWAL)
+	c.Tmpfs[pgTablespace] = tmpfsSize(lim.share(3, 8, 16*mib))
+	c.Tmpfs[pgData] = tmpfsSize(lim.share(1, 16, 48*mib))
+	c.Tmpfs[pgWAL] = tmpfsSize(wal)
+	c.Command = append(c.Command,
+		"-c", "shared_buffers="+mb(lim.share(1, 16, 16*mib), "MB"),
+		"-c", "maintenance_work_mem="+mb(lim.share(1, 16, 8*mib), "MB"),
+		"-c", "work_mem="+mb(lim.share(1, 128, mib), "MB"),
+		"-c", "max_wal_size="+mb(max(pgMinWAL, wal/4), "MB"),
+		"-c", "min_wal_size="+mb(pgMinWAL, "MB"),
+	)
+	return c
 }
 
 // Probe asks pg_isready over TCP, then logs in with psql and runs a query:

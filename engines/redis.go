@@ -29,12 +29,44 @@ func (Redis) Spec() Spec {
 	}
 }
 
-// Container runs redis-server with a password, no RDB snapshots and no
-// append-only file.
-func (Redis) Container(cred Credentials) Container {
-	return Container{
-		Command: []string{"redis-server", "--requirepass", cred.Password, "--save", "", "--appendonly", "no"},
+// redisPasswordEnv carries the password into the container: the
+// container's command reads it from there into redis-server's config on
+// stdin, so that it is in no argv (inspect's Cmd/Args, the OCI spec's
+// process args, /proc/<pid>/cmdline).
+const redisPasswordEnv = "REDIS_PASSWORD"
+
+// redisStart is the container's command, run by the image's entrypoint as
+// `sh -c`: it takes the password out of the environment and execs the
+// entrypoint again as `redis-server -` (config from stdin, a here-document
+// the shell writes itself) followed by the options in "$@". exec keeps
+// redis-server the container's main process, so the stop signal and the
+// exit status are its own.
+const redisStart = `pw="$` + redisPasswordEnv + `"; unset ` + redisPasswordEnv + `
+exec docker-entrypoint.sh redis-server - "$@" <<EOF
+requirepass $pw
+EOF
+`
+
+// Container runs redis-server with a password (through the environment,
+// see redisStart), no RDB snapshots and no append-only file. Within a
+// memory limit, maxmemory is half of it with the noeviction policy: a full
+// sandbox refuses writes with "OOM command not allowed when used memory >
+// 'maxmemory'" and keeps serving reads; the rest is headroom for the
+// allocator's fragmentation and the clients' buffers. /data holds nothing
+// with persistence off, and gets 1/32 of the limit.
+func (Redis) Container(cred Credentials, lim Limits) Container {
+	c := Container{
+		Env:     map[string]string{redisPasswordEnv: cred.Password},
+		Command: []string{"sh", "-c", redisStart, "redis-server", "--save", "", "--appendonly", "no"},
+		Tmpfs:   map[string]string{"/data": ""},
 	}
+	if lim.MemoryBytes > 0 {
+		c.Command = append(c.Command,
+			"--maxmemory", mb(lim.share(1, 2, mib), "mb"),
+			"--maxmemory-policy", "noeviction")
+		c.Tmpfs["/data"] = tmpfsSize(lim.share(1, 32, mib))
+	}
+	return c
 }
 
 // Probe pings with the password in REDISCLI_AUTH (not argv) and expects

@@ -2,6 +2,8 @@ package faults
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -203,4 +205,90 @@ func TestCLINoPasswordAtDebugLevel(t *testing.T) {
 		}
 		assert.Empty(t, e.SandboxNames(ctx), "down removed every sandbox")
 	})
+}
+
+// TestPasswordOnlyInTheEnv provisions every engine and looks at each
+// sandbox the way a local user or an operator would, from outside the
+// adapter: the runtime's own record of the container (docker inspect,
+// podman inspect, containerd's stored container with its OCI spec and
+// extensions, base64 decoded) holds the sandbox's password in the
+// environment only, never in the command (Cmd, Args, the spec's process
+// args), the labels or anywhere else; and no process of the container
+// shows it in /proc/<pid>/cmdline.
+func TestPasswordOnlyInTheEnv(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
+		e := testruntimes.NewWorld(t, r)
+		ctx := testkit.Context(t, 5*time.Minute)
+		sb, err := e.Provisioner(nil).Provision(ctx, e.Owner("argv"), allEngines)
+		require.NoError(t, err)
+		for _, c := range sb.Containers {
+			t.Run(c.Engine, func(t *testing.T) {
+				var pw string
+				for _, v := range sb.Env {
+					if strings.HasSuffix(v.Name, "_PASSWORD") && strings.Contains(v.Name, envInfix(c.Engine)) {
+						pw = v.Value
+					}
+				}
+				require.NotEmpty(t, pw, "the sandbox emits %s's password", c.Engine)
+
+				var doc any
+				require.NoError(t, json.Unmarshal(r.OwnInspect(t, ctx, c.Name), &doc))
+				var inEnv int
+				for _, at := range holding(doc, "", pw) {
+					if envPath.MatchString(at) {
+						inEnv++
+						continue
+					}
+					assert.Fail(t, "password outside the env", "%s's own record holds the password at %s", r.Name, at)
+				}
+				assert.Equal(t, 1, inEnv, "the password is in the container's env, once")
+
+				pids := r.OwnPIDs(t, ctx, c.Name)
+				require.NotEmpty(t, pids, "the container has processes")
+				for _, pid := range pids {
+					cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+					if os.IsNotExist(err) {
+						continue // it ended meanwhile
+					}
+					require.NoError(t, err)
+					assert.NotContains(t, string(cmdline), pw, "/proc/%s/cmdline (%q) holds the password", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
+				}
+			})
+		}
+	})
+}
+
+// envPath matches where a runtime's record keeps a container's env:
+// Config.Env of docker and podman inspect, Spec.process.env of a
+// containerd container.
+var envPath = regexp.MustCompile(`^(\[0\]\.Config\.Env|\.Spec\.process\.env)\[\d+\]$`)
+
+// envInfix is the part of an engine's env names that tells them apart
+// ("_DB_" for postgres), from the env it emits.
+func envInfix(engine string) string {
+	name := engines.Default.URLName(engine, provision.DefaultEnvPrefix)
+	return strings.TrimSuffix(strings.TrimPrefix(name, provision.DefaultEnvPrefix), "URL")
+}
+
+// holding lists the paths in doc (decoded JSON) whose string holds s,
+// looking inside base64-encoded strings too (containerd's extensions).
+func holding(doc any, at, s string) []string {
+	var out []string
+	switch v := doc.(type) {
+	case map[string]any:
+		for k, x := range v {
+			out = append(out, holding(x, at+"."+k, s)...)
+		}
+	case []any:
+		for i, x := range v {
+			out = append(out, holding(x, fmt.Sprintf("%s[%d]", at, i), s)...)
+		}
+	case string:
+		if strings.Contains(v, s) {
+			out = append(out, at)
+		} else if b, err := base64.StdEncoding.DecodeString(v); err == nil && strings.Contains(string(b), s) {
+			out = append(out, at+" (base64)")
+		}
+	}
+	return out
 }

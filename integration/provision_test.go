@@ -411,11 +411,7 @@ func (e env) baseline(ctx context.Context, svc string, round int) (time.Duration
 	if err != nil {
 		return 0, err
 	}
-	cc := eng.Container(cred)
-	tmpfs := map[string]string{}
-	for _, p := range spec.Tmpfs {
-		tmpfs[p] = ""
-	}
+	cc := eng.Container(cred, engines.Limits{MemoryBytes: provision.DefaultMemoryBytes})
 	start := time.Now()
 	ctr, err := e.RT.Run(ctx, runtime.RunSpec{
 		Name:        fmt.Sprintf("%s-baseline-%s-%d", e.Prefix, spec.Short, round),
@@ -423,7 +419,7 @@ func (e env) baseline(ctx context.Context, svc string, round int) (time.Duration
 		Env:         cc.Env,
 		Command:     cc.Command,
 		Labels:      map[string]string{e.TestLabel(): "1"},
-		Tmpfs:       tmpfs,
+		Tmpfs:       cc.Tmpfs,
 		MemoryBytes: provision.DefaultMemoryBytes,
 		CPUs:        provision.DefaultCPUs,
 		Ports:       []runtime.PortSpec{{ContainerPort: spec.Port}},

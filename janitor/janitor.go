@@ -288,6 +288,7 @@ func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 		Name:    c.Name,
 		Engine:  c.Labels[j.keys.Engine],
 		State:   c.State,
+		Status:  c.Status(),
 		Created: c.Created,
 		Age:     now.Sub(latestCreation(c.Created)),
 	}

@@ -427,7 +427,7 @@ func TestSweepReportsWhatItSaw(t *testing.T) {
 	require.Len(t, rep.Removed, 1)
 	assert.Equal(t, janitor.Sandbox{
 		ID: c.ID, Name: "roboco-sandbox-pg-1", Engine: "postgres",
-		Owner: janitor.Owner{Name: "roboco-agent-1"}, State: runtime.StateRunning,
+		Owner: janitor.Owner{Name: "roboco-agent-1"}, State: runtime.StateRunning, Status: "running",
 		Created: c.Created, Age: 200 * time.Second,
 	}, rep.Removed[0])
 	assert.Equal(t, 1, rep.Total())
@@ -1165,4 +1165,25 @@ func TestSweepReconcilesTheRuntime(t *testing.T) {
 			assert.Equal(t, tt.wantCalls, spy.calls, "reconciliations")
 		})
 	}
+
+}
+
+// TestSweepSaysWhyASandboxEnded: the report of a sandbox that exited says
+// how, an OOM kill included, so that the owner of a dead sandbox learns it
+// from the sweep that removes it.
+func TestSweepSaysWhyASandboxEnded(t *testing.T) {
+	w := newWorld(t)
+	lbls := map[string]string{keys.Sandbox: "1", keys.Owner: "roboco-agent-1", keys.Engine: "redis"}
+	created := w.clock.Now().Add(-time.Hour)
+	w.fake.Seed(runtime.Container{Name: "roboco-sandbox-redis-1", Image: "redis", Labels: lbls, Created: created,
+		State: runtime.StateExited, ExitCode: 137, OOMKilled: true})
+	lbls2 := maps.Clone(lbls)
+	lbls2[keys.Owner] = "roboco-agent-2"
+	w.fake.Seed(runtime.Container{Name: "roboco-sandbox-redis-2", Image: "redis", Labels: lbls2, Created: created,
+		State: runtime.StateExited, ExitCode: 1})
+	rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
+	require.NoError(t, err)
+	require.Len(t, rep.Removed, 2)
+	assert.Equal(t, "exited (OOM killed)", rep.Removed[0].Status)
+	assert.Equal(t, "exited (code 1)", rep.Removed[1].Status)
 }

@@ -10,11 +10,15 @@ import (
 
 // Sandbox is one sandbox container as a sweep saw it.
 type Sandbox struct {
-	ID      string
-	Name    string
-	Engine  string // the "<prefix>.sandbox.engine" label
-	Owner   Owner
-	State   runtime.State
+	ID     string
+	Name   string
+	Engine string // the "<prefix>.sandbox.engine" label
+	Owner  Owner
+	State  runtime.State
+	// Status is State with why an exited sandbox ended ("exited (OOM
+	// killed)", "exited (code 1)"): a sandbox killed for memory says so
+	// in the report that removes it.
+	Status  string
 	Created time.Time // the runtime's creation time
 	// Age is the sweep's clock minus Created; for a Created on a whole
 	// second, which may be truncated, minus the end of that second.

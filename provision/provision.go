@@ -341,7 +341,7 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 }
 
 func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
-	cc := s.engine.Container(s.cred)
+	cc := s.engine.Container(s.cred, engines.Limits{MemoryBytes: p.opts.MemoryBytes})
 	lbls := maps.Clone(p.opts.Labels)
 	if lbls == nil {
 		lbls = map[string]string{}
@@ -350,17 +350,13 @@ func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 	lbls[p.keys.Owner] = c.owner
 	lbls[p.keys.Engine] = s.spec.Name
 	lbls[p.keys.Call] = c.id
-	tmpfs := make(map[string]string, len(s.spec.Tmpfs))
-	for _, path := range s.spec.Tmpfs {
-		tmpfs[path] = ""
-	}
 	spec := runtime.RunSpec{
 		Name:        s.name,
 		Image:       s.image,
 		Env:         maps.Clone(cc.Env),
 		Command:     append(slices.Clone(cc.Command), p.opts.Args[s.spec.Name]...),
 		Labels:      lbls,
-		Tmpfs:       tmpfs,
+		Tmpfs:       maps.Clone(cc.Tmpfs),
 		MemoryBytes: p.opts.MemoryBytes,
 		CPUs:        p.opts.CPUs,
 		Network:     p.opts.Network,

@@ -347,7 +347,7 @@ func TestServerArgsAreAppended(t *testing.T) {
 	for _, s := range runs.get() {
 		e, ok := engines.Default.Lookup(s.Labels[keys.Engine])
 		require.True(t, ok)
-		own := e.Container(cred).Command
+		own := e.Container(cred, engines.Limits{MemoryBytes: s.MemoryBytes}).Command
 		require.GreaterOrEqual(t, len(s.Command), len(own))
 		if e.Spec().Name == "redis" {
 			assert.Equal(t, []string{"--databases", "1024"}, s.Command[len(own):])
@@ -1064,7 +1064,7 @@ func (kvEngine) Spec() engines.Spec {
 	return engines.Spec{Name: "kv", Short: "kv", Image: "example/kv:1", Port: 7000, Tmpfs: []string{"/kv"}, ReadyTimeout: 5 * time.Second}
 }
 
-func (kvEngine) Container(cred engines.Credentials) engines.Container {
+func (kvEngine) Container(cred engines.Credentials, _ engines.Limits) engines.Container {
 	return engines.Container{Env: map[string]string{"KV_PASSWORD": cred.Password}, Command: []string{"kv-server"}}
 }
 
@@ -1328,4 +1328,40 @@ func TestOwnerListRunsBesideTheImageChecks(t *testing.T) {
 		assert.Contains(t, err.Error(), "list existing sandboxes")
 		assert.Empty(t, w.fake.Containers(), "nothing was run")
 	})
+
+}
+
+// TestBudgetFollowsTheMemoryLimit: each sandbox's run spec carries its
+// engine's budget for the memory limit it runs with (engines.Limits): the
+// tmpfs sizes the engine gives for that limit, the default's and a larger
+// one's alike.
+func TestBudgetFollowsTheMemoryLimit(t *testing.T) {
+	for _, limit := range []int64{0, 2 << 30} {
+		t.Run(fmt.Sprint(limit>>20, "MiB"), func(t *testing.T) {
+			w := newWorld(t)
+			var runs record[runtime.RunSpec]
+			w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+				if c.Verb == fakeruntime.VerbRun {
+					runs.add(c.Run)
+				}
+				return nil
+			})
+			opts := w.options()
+			opts.MemoryBytes = limit
+			_, err := w.provisioner(opts).Provision(ctxT(t), "1", engines.Default.Names())
+			require.NoError(t, err)
+			want := cmp.Or(limit, provision.DefaultMemoryBytes)
+			specs := runs.get()
+			require.Len(t, specs, len(engines.Default.Names()))
+			for _, s := range specs {
+				e, _ := engines.Default.Lookup(s.Labels[labels.For(labels.DefaultPrefix).Engine])
+				cc := e.Container(engines.Credentials{}, engines.Limits{MemoryBytes: want})
+				assert.Equal(t, want, s.MemoryBytes)
+				assert.Equal(t, cc.Tmpfs, s.Tmpfs, "%s: the engine's tmpfs bounds for %d MiB", e.Spec().Name, want>>20)
+				for path, o := range s.Tmpfs {
+					assert.Contains(t, o, "size=", "%s: %s is bounded", e.Spec().Name, path)
+				}
+			}
+		})
+	}
 }

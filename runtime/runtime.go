@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -91,6 +92,10 @@ type Info struct {
 	APIVersion    string // negotiated API version, where the backend has one
 	Rootless      bool
 	CgroupVersion string // "1" or "2", where known
+	// ReportsOOMKill says whether Container.OOMKilled is filled: where it
+	// is false, an exited container's OOMKilled is always false and only
+	// its exit code (137, SIGKILL) hints at a kill, whoever sent it.
+	ReportsOOMKill bool
 }
 
 // RunSpec is everything needed to start a container. Zero values mean "the
@@ -184,7 +189,11 @@ type Container struct {
 	State  State
 	// ExitCode is meaningful when State is StateExited.
 	ExitCode int
-	Created  time.Time
+	// OOMKilled reports that the kernel killed the container's process for
+	// memory (its cgroup's limit), where the backend reports it
+	// (Info.ReportsOOMKill); meaningful when State is StateExited.
+	OOMKilled bool
+	Created   time.Time
 	// Networks maps a network name to the container's IPv4 address on it.
 	Networks map[string]string
 	Ports    []PortBinding
@@ -196,6 +205,19 @@ type Container struct {
 
 // Running reports whether the container's state is running.
 func (c Container) Running() bool { return c.State == StateRunning }
+
+// Status is the container's state as people read it: the state, and for
+// an exited container why it ended ("exited (OOM killed)", "exited (code
+// 1)"), as inspect, ls, the janitor's report and doctor say it.
+func (c Container) Status() string {
+	if c.State != StateExited {
+		return string(c.State)
+	}
+	if c.OOMKilled {
+		return "exited (OOM killed)"
+	}
+	return fmt.Sprintf("exited (code %d)", c.ExitCode)
+}
 
 // ExecSpec is a process to run inside a container.
 type ExecSpec struct {

@@ -25,16 +25,16 @@ const sharedMemoryBytes = 2 << 30
 
 // perTest lists the engines with per-test databases: the server settings
 // a shared sandbox needs beyond the engine's own, and the hand-out of its
-// databases. Room for a connection or more per parallel test (postgres),
-// whose WAL, on the tmpfs too, is recycled well within the memory limit
-// (the default lets it grow to 1 GB between checkpoints); for a logical
-// database per parallel test (redis).
+// databases. Room for a connection or more per parallel test (postgres:
+// the engine's own budget for the shared sandbox's memory limit already
+// sizes its WAL and buffers); a logical database per parallel test
+// (redis).
 var perTest = map[string]struct {
 	args  []string
 	alloc func(url string, args []string) (allocator, error)
 }{
 	"postgres": {
-		args:  []string{"-c", "max_connections=400", "-c", "max_wal_size=256MB"},
+		args:  []string{"-c", "max_connections=400"},
 		alloc: func(url string, _ []string) (allocator, error) { return newPostgresAlloc(url) },
 	},
 	"redis": {

@@ -9,24 +9,46 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testkit"
 )
 
 // redisReadyDeadline is the engine's readiness deadline for redis.
 const redisReadyDeadline = 15 * time.Second
 
-// TestRedis runs the stand-in exactly as the engine runs redis:8-alpine
-// (`redis-server --requirepass X --save ” --appendonly no`, /data on
-// tmpfs) and checks the official image's contract from the host with
-// go-redis.
+// TestRedis runs the stand-in the two ways a redis:8-alpine container is
+// started: exactly as the engine runs it (its env and command: `sh -c`
+// handing the password from the environment to `redis-server -` as config
+// on stdin, maxmemory with noeviction), and with the password in argv
+// (`redis-server --requirepass X --save ” --appendonly no`, the official
+// image's plain contract); /data on tmpfs. It checks the official image's
+// contract from the host with go-redis.
 func TestRedis(t *testing.T) {
 	t.Parallel()
 	password := testkit.RandomHex(16)
-	c := runContainer(t, standinImage(t, "redis"), runOpts{
-		Publish: []string{"6379/tcp"},
-		Tmpfs:   []string{"/data"},
-		Cmd:     []string{"redis-server", "--requirepass", password, "--save", "", "--appendonly", "no"},
-	})
+	engine := engines.Redis{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20})
+	var engineEnv []string
+	for k, v := range engine.Env {
+		engineEnv = append(engineEnv, k+"="+v)
+	}
+	for _, tc := range []struct {
+		name      string
+		env, cmd  []string
+		maxmemory string
+	}{
+		{name: "EnginesCommand", env: engineEnv, cmd: engine.Command, maxmemory: "268435456"},
+		{name: "PasswordInArgv", cmd: []string{"redis-server", "--requirepass", password, "--save", "", "--appendonly", "no"}, maxmemory: "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testRedis(t, password, runOpts{Publish: []string{"6379/tcp"}, Tmpfs: []string{"/data"}, Env: tc.env, Cmd: tc.cmd}, tc.maxmemory)
+		})
+	}
+}
+
+// testRedis checks a stand-in redis started with opts and password.
+func testRedis(t *testing.T, password string, opts runOpts, maxmemory string) {
+	c := runContainer(t, standinImage(t, "redis"), opts)
 	// The engine's probe: redis-cli inside the container, with auth, against
 	// the container's own address.
 	c.waitExec(t, redisReadyDeadline, []string{"REDISCLI_AUTH=" + password},
@@ -95,6 +117,11 @@ func TestRedis(t *testing.T) {
 		info, err := client(t, password).Info(ctx, "server").Result()
 		require.NoError(t, err)
 		assert.Contains(t, info, "redis_version:8.")
+	})
+	t.Run("Maxmemory", func(t *testing.T) {
+		got, err := client(t, password).ConfigGet(ctx, "maxmemory").Result()
+		require.NoError(t, err)
+		assert.Equal(t, maxmemory, got["maxmemory"])
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -602,7 +603,7 @@ func TestEnginesListsTheRegistry(t *testing.T) {
 	}
 	table := c.mustSbx("engines").stdout
 	assert.Regexp(t, `(?m)^NAME\s+IMAGE\s+PORT\s+TMPFS\s+PROBE\s+DEADLINE\s+ENV$`, table)
-	assert.Regexp(t, `(?m)^postgres\s+.*5432\s+/var/lib/postgresql/data\s+pg_isready`, table)
+	assert.Regexp(t, `(?m)^postgres\s+.*5432\s+/var/lib/postgresql/data,/var/lib/postgresql/wal,/var/lib/postgresql/tablespace\s+pg_isready`, table)
 }
 
 func TestDoctorNamesTheChosenRuntime(t *testing.T) {
@@ -1025,4 +1026,72 @@ func TestRunUnderNohupKeepsSIGHUPIgnored(t *testing.T) {
 	assert.Equal(t, 128+int(syscall.SIGTERM), waitExit(t, cmd, &stderr), stderr.String())
 	assert.NotContains(t, stderr.String(), "SIGHUP")
 	assert.Empty(t, c.ownedBy(owner))
+}
+
+// TestLsSaysASandboxWasOOMKilled: a redis sandbox with a tiny memory limit
+// (32 MiB) is sent, by go-redis, one value twice that size: redis reads
+// the whole value into its query buffer before maxmemory can refuse it,
+// and the kernel kills it for memory. `ls --format json` then reports the
+// sandbox exited and OOM-killed ("exited (OOM killed)"), as the runtime's
+// own tools see it (docker/podman inspect's State.OOMKilled, containerd's
+// task cgroup counter), on every runtime that reports OOM kills; on one
+// that does not (Info.ReportsOOMKill false: Podman < 5) it reports
+// "exited (code 137)" and never claims an OOM kill. A runtime that cannot
+// enforce the limit refuses the sandbox (exit 4), and that is asserted.
+func TestLsSaysASandboxWasOOMKilled(t *testing.T) {
+	for _, name := range testruntimes.Names {
+		t.Run(name, func(t *testing.T) {
+			c := newCLIOn(t, name, "redis")
+			ctx := testkit.Context(t, 3*time.Minute)
+			info, err := c.rt.Version(ctx)
+			require.NoError(t, err)
+			owner := "oom" + testkit.RandomHex(2)
+			up := c.sbx("up", "--owner", owner, "--services", "redis", "--memory", "32m")
+			if up.code != 0 {
+				require.Equal(t, 4, up.code, "up: %s", up.stderr)
+				assert.True(t, info.Rootless, "only a rootless runtime may refuse a memory limit: %s", up.stderr)
+				assert.Contains(t, up.stderr, runtime.ErrUnsupported.Error())
+				return
+			}
+			env := parseDotenv(t, up.stdout)
+			opts, err := redis.ParseURL(env[provision.DefaultEnvPrefix+"_REDIS_URL"])
+			require.NoError(t, err)
+			opts.MaxRetries = -1
+			rc := redis.NewClient(opts)
+			defer rc.Close()
+			require.NoError(t, rc.Ping(ctx).Err(), "the sandbox answers before")
+			err = rc.Set(ctx, "big", strings.Repeat("x", 64<<20), 0).Err()
+			require.Error(t, err, "a 64 MiB value in a 32 MiB sandbox")
+
+			var row listed
+			testkit.Poll(t, time.Minute, 200*time.Millisecond, func() error {
+				var rows []listed
+				if err := json.Unmarshal([]byte(c.mustSbx("ls", "--owner", owner, "-o", "json").stdout), &rows); err != nil {
+					return err
+				}
+				if len(rows) != 1 {
+					return fmt.Errorf("%d rows", len(rows))
+				}
+				if row = rows[0]; row.State != runtime.StateExited {
+					return fmt.Errorf("state %s", row.State)
+				}
+				return nil
+			}, "ls shows the sandbox exited")
+			require.NotNil(t, row.ExitCode)
+			assert.Equal(t, 137, *row.ExitCode, "killed by SIGKILL")
+			r := testruntimes.Connect(t, name)
+			own := r.OwnStateOf(t, ctx, row.Name)
+			assert.False(t, own.Running)
+			if !info.ReportsOOMKill {
+				t.Logf("%s %s does not report OOM kills: ls says %q", name, info.Version, row.Status)
+				assert.False(t, row.OOMKilled, "ls never claims an OOM kill the runtime does not report")
+				assert.Equal(t, "exited (code 137)", row.Status)
+				return
+			}
+			assert.True(t, own.OOMKilled, "%s's own tools see the OOM kill", name)
+			assert.True(t, row.OOMKilled, "ls --format json: oom_killed")
+			assert.Equal(t, "exited (OOM killed)", row.Status)
+			assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(row.Name)+`\s+redis\s+\S+\s+exited \(OOM killed\)\s`), c.mustSbx("ls", "--owner", owner).stdout, "the table says it too")
+		})
+	}
 }

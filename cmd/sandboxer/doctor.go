@@ -137,6 +137,9 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 	} else if info.Rootless {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s runs rootless: limits need cgroup v2 with the memory, cpu and pids controllers delegated to the user", info.Runtime))
 	}
+	if !info.ReportsOOMKill {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s does not report OOM kills: a sandbox killed for memory shows as \"exited (code 137)\" in ls and gc, not \"exited (OOM killed)\"", info.Runtime, info.Version))
+	}
 	if d, ok := sel.Runtime.(runtime.Diagnoser); ok {
 		// What the adapter itself knows its backend needs of the host.
 		for _, f := range d.Diagnose(ctx) {

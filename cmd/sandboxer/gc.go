@@ -29,11 +29,13 @@ func (a *app) janitorOptions(grace time.Duration) (janitor.Options, error) {
 
 // sweptJSON is one sandbox of a sweep report, for --format json.
 type sweptJSON struct {
-	Name       string `json:"name"`
-	ID         string `json:"id"`
-	Engine     string `json:"engine"`
-	Owner      string `json:"owner"`
-	State      string `json:"state"`
+	Name   string `json:"name"`
+	ID     string `json:"id"`
+	Engine string `json:"engine"`
+	Owner  string `json:"owner"`
+	State  string `json:"state"`
+	// Status is the state with why an exited sandbox ended, as ls says it.
+	Status     string `json:"status"`
 	AgeSeconds int64  `json:"age_seconds"`
 	Error      string `json:"error,omitempty"`
 	// Runtime is the runtime the sandbox is on, as ls names it.
@@ -69,7 +71,7 @@ func swept(sbs []janitor.Sandbox, on string) []sweptJSON {
 }
 
 func sweptOf(s janitor.Sandbox, on string) sweptJSON {
-	return sweptJSON{Name: s.Name, ID: s.ID, Engine: s.Engine, Owner: s.Owner.String(), State: string(s.State), AgeSeconds: int64(s.Age / time.Second), Runtime: on}
+	return sweptJSON{Name: s.Name, ID: s.ID, Engine: s.Engine, Owner: s.Owner.String(), State: string(s.State), Status: s.Status, AgeSeconds: int64(s.Age / time.Second), Runtime: on}
 }
 
 // total adds the sweeps up, for the summary line.
@@ -188,7 +190,7 @@ func writeReport(w io.Writer, sweeps []sweep, dryRun bool) {
 		verb = "would remove"
 	}
 	line := func(what string, s janitor.Sandbox, on, extra string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\towner %s\tage %s\ton %s%s\n", what, s.Name, s.Engine, s.Owner, humanAge(s.Age), on, extra)
+		fmt.Fprintf(tw, "%s\t%s\t%s\towner %s\t%s\tage %s\ton %s%s\n", what, s.Name, s.Engine, s.Owner, s.Status, humanAge(s.Age), on, extra)
 	}
 	for _, sw := range sweeps {
 		for _, s := range sw.rep.Removed {

@@ -29,8 +29,14 @@ type listed struct {
 	Owner  string `json:"owner"`
 	// OwnerPID is the owning process for sandboxes of `run` and the Go
 	// test helper (0: owned by a container).
-	OwnerPID   int               `json:"owner_pid,omitempty"`
-	State      runtime.State     `json:"state"`
+	OwnerPID int           `json:"owner_pid,omitempty"`
+	State    runtime.State `json:"state"`
+	// Status is State as the table says it, with why an exited sandbox
+	// ended: "exited (OOM killed)", "exited (code 1)" (runtime.Container's
+	// Status); ExitCode and OOMKilled are the same for scripts.
+	Status     string            `json:"status"`
+	ExitCode   *int              `json:"exit_code,omitempty"`
+	OOMKilled  bool              `json:"oom_killed"`
 	Created    time.Time         `json:"created"`
 	AgeSeconds int64             `json:"age_seconds"`
 	Endpoint   *engines.Endpoint `json:"endpoint"`
@@ -144,9 +150,15 @@ func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 		Image:           c.Image,
 		Owner:           c.Labels[keys.Owner],
 		State:           c.State,
+		Status:          c.Status(),
+		OOMKilled:       c.OOMKilled,
 		Created:         c.Created,
 		Runtime:         on.label,
 		RuntimeEndpoint: on.Shown(),
+	}
+	if c.State == runtime.StateExited {
+		code := c.ExitCode
+		l.ExitCode = &code
 	}
 	if pid, err := strconv.Atoi(c.Labels[keys.OwnerPID]); err == nil {
 		l.OwnerPID = pid
@@ -202,7 +214,7 @@ func writeTable(w io.Writer, rows []listed) error {
 		if engine == "" {
 			engine = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, engine, owner, r.State, humanAge(time.Duration(r.AgeSeconds)*time.Second), ep, r.Runtime)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, engine, owner, r.Status, humanAge(time.Duration(r.AgeSeconds)*time.Second), ep, r.Runtime)
 	}
 	return tw.Flush()
 }

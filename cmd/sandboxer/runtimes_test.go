@@ -295,8 +295,8 @@ func TestGCSweepsEveryPresentRuntime(t *testing.T) {
 	h.fakes["containerd"] = fakeruntime.New()
 	code, stdout, stderr = h.run(t, "gc", "--grace", "0s")
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Regexp(t, `removed\s+roboco-sandbox-redis-a1\s+redis\s+owner roboco-agent-a1\s+age \S+\s+on docker`, stdout)
-	assert.Regexp(t, `kept\s+roboco-sandbox-pg-b2\s+postgres\s+owner roboco-agent-b2\s+age \S+\s+on podman`, stdout)
+	assert.Regexp(t, `removed\s+roboco-sandbox-redis-a1\s+redis\s+owner roboco-agent-a1\s+running\s+age \S+\s+on docker`, stdout)
+	assert.Regexp(t, `kept\s+roboco-sandbox-pg-b2\s+postgres\s+owner roboco-agent-b2\s+running\s+age \S+\s+on podman`, stdout)
 	assert.Contains(t, stdout, "removed 1, vanished 0, kept 1, skipped 0 (in grace), errors 0 on docker, podman, containerd")
 	assert.Empty(t, h.names("docker"))
 }

@@ -298,6 +298,8 @@ func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 		Endpoint:      r.address,
 		Version:       v.Version,
 		CgroupVersion: cg,
+		// From the task's cgroup counters (oomKilled), on v1 and v2.
+		ReportsOOMKill: true,
 	}, nil
 }
 

@@ -59,8 +59,9 @@ func (r *Runtime) getContainer(ctx context.Context, op, ref string) (containers.
 
 // taskState is a container's state as its task tells it.
 type taskState struct {
-	state    runtime.State
-	exitCode int
+	state     runtime.State
+	exitCode  int
+	oomKilled bool
 }
 
 // taskState asks for a container's task; no task means created.
@@ -73,7 +74,9 @@ func (r *Runtime) taskState(ctx context.Context, id string) (taskState, error) {
 		}
 		return taskState{}, err
 	}
-	return stateOf(resp.GetProcess().GetStatus(), resp.GetProcess().GetExitStatus()), nil
+	states := map[string]taskState{id: stateOf(resp.GetProcess().GetStatus(), resp.GetProcess().GetExitStatus())}
+	r.withOOM(ctx, states)
+	return states[id], nil
 }
 
 // stateOf normalises a task status.
@@ -101,14 +104,15 @@ func toContainer(info containers.Container, ts taskState, withMounts bool) (runt
 		return runtime.Container{}, err
 	}
 	c := runtime.Container{
-		ID:       info.ID,
-		Name:     info.ID,
-		Image:    rec.Image,
-		Labels:   userLabels(info.Labels, rec),
-		State:    ts.state,
-		ExitCode: ts.exitCode,
-		Created:  info.CreatedAt,
-		Networks: map[string]string{},
+		ID:        info.ID,
+		Name:      info.ID,
+		Image:     rec.Image,
+		Labels:    userLabels(info.Labels, rec),
+		State:     ts.state,
+		ExitCode:  ts.exitCode,
+		OOMKilled: ts.oomKilled,
+		Created:   info.CreatedAt,
+		Networks:  map[string]string{},
 	}
 	if ts.state == runtime.StateRunning || ts.state == runtime.StatePaused {
 		for n, ip := range rec.Addresses {

@@ -69,6 +69,7 @@ func (r *Runtime) taskStates(ctx context.Context) (map[string]taskState, error) 
 	for _, p := range resp.GetTasks() {
 		out[p.GetID()] = stateOf(p.GetStatus(), p.GetExitStatus())
 	}
+	r.withOOM(ctx, out)
 	return out, nil
 }
 

@@ -161,6 +161,9 @@ func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 		APIVersion:    r.cli.ClientVersion(),
 		Rootless:      rootless,
 		CgroupVersion: info.CgroupVersion,
+		// The daemon records the OOM event containerd's shim reports
+		// (State.OOMKilled), on cgroup v1 and v2.
+		ReportsOOMKill: true,
 	}, nil
 }
 

@@ -45,6 +45,7 @@ func fromInspect(resp container.InspectResponse) runtime.Container {
 		if resp.State != nil {
 			c.State = normaliseState(resp.State.Status)
 			c.ExitCode = resp.State.ExitCode
+			c.OOMKilled = resp.State.OOMKilled
 		}
 		if resp.HostConfig != nil {
 			c.Privileged = resp.HostConfig.Privileged

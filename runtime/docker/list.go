@@ -37,6 +37,7 @@ func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 			out = append(out, fromSummary(s))
 		}
 	}
+	adapterkit.FillOOMKilled(ctx, out, r.oomKilled)
 	return out, nil
 }
 
@@ -105,5 +106,16 @@ func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (run
 			snap.Matched = append(snap.Matched, fromSummary(s))
 		}
 	}
+	adapterkit.FillOOMKilled(ctx, snap.Matched, r.oomKilled)
 	return snap, nil
+}
+
+// oomKilled reads one container's State.OOMKilled, which the list
+// endpoint leaves out.
+func (r *Runtime) oomKilled(ctx context.Context, id string) (bool, error) {
+	resp, err := r.cli.ContainerInspect(ctx, id)
+	if err != nil || resp.ContainerJSONBase == nil || resp.State == nil {
+		return false, err
+	}
+	return resp.State.OOMKilled, nil
 }

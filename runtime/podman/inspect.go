@@ -39,8 +39,11 @@ func (ci *containerInspect) container() runtime.Container {
 		Labels:   maps.Clone(ci.Config.Labels),
 		State:    state(ci.State.Status),
 		ExitCode: ci.State.ExitCode,
-		Created:  ci.Created,
-		Networks: map[string]string{},
+		// Podman < 5 leaves this false (containers/podman#13102: conmon's
+		// "oom" file was not read back); Version says which.
+		OOMKilled: ci.State.OOMKilled,
+		Created:   ci.Created,
+		Networks:  map[string]string{},
 	}
 	if c.Labels == nil {
 		c.Labels = map[string]string{}

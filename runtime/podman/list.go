@@ -52,6 +52,7 @@ func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 		}
 		out = append(out, ctr)
 	}
+	adapterkit.FillOOMKilled(ctx, out, c.oomKilled)
 	return out, nil
 }
 
@@ -142,5 +143,16 @@ func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (run
 		}
 		snap.Matched = append(snap.Matched, ctr)
 	}
+	adapterkit.FillOOMKilled(ctx, snap.Matched, c.oomKilled)
 	return snap, nil
+}
+
+// oomKilled reads one container's State.OOMKilled, which the list
+// endpoint leaves out.
+func (c *client) oomKilled(ctx context.Context, id string) (bool, error) {
+	ci, err := c.inspectContainer(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return ci.State.OOMKilled, nil
 }

@@ -94,13 +94,24 @@ func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 		return runtime.Info{}, r.wrap(op, r.endpoint, err)
 	}
 	return runtime.Info{
-		Runtime:       Name,
-		Endpoint:      r.Endpoint(),
-		Version:       info.Version.Version,
-		APIVersion:    c.svc.apiVersion,
-		Rootless:      info.Host.Security.Rootless,
-		CgroupVersion: strings.TrimPrefix(info.Host.CgroupVersion, "v"),
+		Runtime:        Name,
+		Endpoint:       r.Endpoint(),
+		Version:        info.Version.Version,
+		APIVersion:     c.svc.apiVersion,
+		Rootless:       info.Host.Security.Rootless,
+		CgroupVersion:  strings.TrimPrefix(info.Host.CgroupVersion, "v"),
+		ReportsOOMKill: reportsOOMKill(info.Version.Version),
 	}, nil
+}
+
+// reportsOOMKill: Podman fills State.OOMKilled from version 5.0 on
+// (containers/podman#21523, fixing #13102: before, conmon wrote its "oom"
+// file where Podman never looked, and an OOM-killed container read as
+// exited 137, as on the Podman 4.3 verified here).
+func reportsOOMKill(version string) bool {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 5
 }
 
 // graphRoot reports where the service keeps container filesystems (e.g.

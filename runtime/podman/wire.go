@@ -103,9 +103,10 @@ type containerInspect struct {
 	Created   time.Time `json:"Created"`
 	ImageName string    `json:"ImageName"`
 	State     struct {
-		Status   string `json:"Status"`
-		Running  bool   `json:"Running"`
-		ExitCode int    `json:"ExitCode"`
+		Status    string `json:"Status"`
+		Running   bool   `json:"Running"`
+		ExitCode  int    `json:"ExitCode"`
+		OOMKilled bool   `json:"OOMKilled"`
 	} `json:"State"`
 	Config struct {
 		Labels map[string]string `json:"Labels"`

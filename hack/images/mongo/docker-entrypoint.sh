@@ -19,7 +19,10 @@
 #
 #   The command is `mongod [OPTIONS]` (the default) or just OPTIONS: the few
 #   mongod options with a FerretDB meaning (--port, --bind_ip, --bind_ip_all,
-#   --dbpath, --quiet, --auth, --version) are translated, other mongod
+#   --dbpath, --quiet, --auth, --version) are translated, and so is
+#   --wiredTigerCacheSizeGB N, mongod's memory bound, which becomes FerretDB's
+#   (GOMEMLIMIT, N GiB: the Go runtime collects before the heap grows past
+#   it, where it would otherwise grow to twice the live data); other mongod
 #   options are ignored with a warning. `ferretdb [FLAGS]` runs FerretDB
 #   with its own flags; any other command runs as is (`mongosh ...`, `sh`).
 #
@@ -67,6 +70,8 @@ run_server() {
 		--dbpath=*) dbpath=${opt#*=} ;;
 		--dbpath) dbpath=${1:?--dbpath needs a value}; shift ;;
 		--quiet) : "${FERRETDB_LOG_LEVEL:=warn}" ;;
+		--wiredTigerCacheSizeGB=*) cache_gb=${opt#*=} ;;
+		--wiredTigerCacheSizeGB) cache_gb=${1:?--wiredTigerCacheSizeGB needs a value}; shift ;;
 		--auth) ;; # authentication follows MONGO_INITDB_ROOT_*, as with mongo:8
 		--version) exec ferretdb --version ;;
 		--*=*) warn "ignoring mongod option ${opt%%=*} (no FerretDB equivalent)" ;;
@@ -78,6 +83,12 @@ run_server() {
 		*) warn "ignoring argument $opt" ;;
 		esac
 	done
+
+	if [ -n "${cache_gb:-}" ] && [ -z "${GOMEMLIMIT:-}" ]; then
+		GOMEMLIMIT=$(awk -v gb="$cache_gb" 'BEGIN { if (gb + 0 <= 0) exit 1; printf "%dMiB", gb * 1024 }') ||
+			{ warn "--wiredTigerCacheSizeGB $cache_gb: not a positive number"; exit 1; }
+		export GOMEMLIMIT
+	fi
 
 	case "$listen_host" in
 	*:*) ferretdb_defaults "[$listen_host]:$listen_port" "$dbpath" ;;

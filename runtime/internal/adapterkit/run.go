@@ -156,3 +156,19 @@ func Object(spec runtime.RunSpec, fallback string) string {
 	}
 	return fallback
 }
+
+// FillOOMKilled sets OOMKilled on the exited containers among cs, for
+// backends whose list does not report it: oom asks the backend for one
+// container (its inspect). A container that cannot be asked (removed
+// meanwhile, a failed call) keeps what the list said: its state and exit
+// code stand, and a list never fails for want of this detail.
+func FillOOMKilled(ctx context.Context, cs []runtime.Container, oom func(ctx context.Context, id string) (bool, error)) {
+	for i := range cs {
+		if cs[i].State != runtime.StateExited {
+			continue
+		}
+		if killed, err := oom(ctx, cs[i].ID); err == nil {
+			cs[i].OOMKilled = killed
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/provision"
+)
+
+// capacityChunk is the size of one record the capacity fill writes (1 kB
+// rows, keys, documents).
+const capacityChunk = 1000
+
+// FigCapacity is the name of an engine's capacity figure.
+func FigCapacity(engine string) string {
+	return fmt.Sprintf("%s: data held before full, %d MiB limit", engine, provision.DefaultMemoryBytes>>20)
+}
+
+// capacity provisions each engine once at the default memory limit and
+// fills it through its real client (engines.Filler) with 1 kB records
+// until the server answers with its own "full" error; the figure is the
+// payload it accepted, and its note the error. One sample per engine and
+// run: it measures the budget, not a speed, and filling costs seconds.
+func (s *Suite) capacity(ctx context.Context, p *provision.Provisioner) {
+	for _, e := range s.Registry.All() {
+		name := e.Spec().Name
+		f, ok := e.(engines.Filler)
+		if !ok {
+			continue
+		}
+		if err := s.fillOnce(ctx, p, name, f); err != nil {
+			s.fail(FigCapacity(name), err)
+		}
+	}
+}
+
+func (s *Suite) fillOnce(ctx context.Context, p *provision.Provisioner, name string, f engines.Filler) error {
+	owner := "cap-" + name
+	defer s.teardown(ctx, p, owner)
+	sb, err := p.Provision(ctx, owner, []string{name})
+	if err != nil {
+		return err
+	}
+	url, err := s.urlOf(sb, sb.Containers[0])
+	if err != nil {
+		return err
+	}
+	res, err := f.Fill(ctx, url, capacityChunk, 4*provision.DefaultMemoryBytes)
+	if err != nil {
+		return errors.New(redact(err.Error(), url))
+	}
+	if res.Full == nil {
+		return fmt.Errorf("%d MiB written without a full error", res.Bytes>>20)
+	}
+	s.sample(FigCapacity(name), float64(res.Bytes)/(1<<20))
+	s.note(FigCapacity(name), fmt.Sprintf("%d records of %d B, then: %.80s", res.Records, capacityChunk, res.Full))
+	return nil
+}
