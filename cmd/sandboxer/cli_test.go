@@ -45,6 +45,13 @@ var binary, demoClient string
 func TestMain(m *testing.M) {
 	flag.Parse()
 	testenv.Load()
+	// The binaries these tests run are pinged by runtimes that share two
+	// cores with the rest of the suite: a slow first answer is load, not
+	// a runtime that is gone (the tests of hung runtimes use listeners
+	// that never answer, which any ping timeout gives up on).
+	if os.Getenv(envPingTimeout) == "" {
+		os.Setenv(envPingTimeout, "15s")
+	}
 	if !testing.Short() {
 		dir, err := os.MkdirTemp("", "sandboxer-cli-test-")
 		if err != nil {

@@ -50,6 +50,7 @@ type app struct {
 	memory              string
 	cpus                float64
 	unenforcedLimits    bool
+	pingTimeout         time.Duration
 	quiet               bool
 	verbose             bool
 	logFormat           string
@@ -139,6 +140,9 @@ func commandPath(root *cobra.Command, args []string) string {
 // envReadiness sets --readiness when the flag is not given.
 const envReadiness = "SANDBOXER_READINESS"
 
+// envPingTimeout sets --ping-timeout when the flag is not given.
+const envPingTimeout = "SANDBOXER_PING_TIMEOUT"
+
 // envUnenforcedLimits sets --unenforced-limits when the flag is not given
 // (a boolean: 1, true, ...).
 const envUnenforcedLimits = "SANDBOXER_UNENFORCED_LIMITS"
@@ -186,6 +190,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.memory, "memory", "512m", "memory limit per sandbox (bytes, or with a k, m or g suffix)")
 	f.Float64Var(&a.cpus, "cpus", provision.DefaultCPUs, "CPU quota per sandbox, in cores (fractional)")
 	f.BoolVar(&a.unenforcedLimits, "unenforced-limits", false, "run sandboxes although the runtime cannot enforce --memory/--cpus (rootless Podman on cgroup v1), with a warning, instead of failing (env "+envUnenforcedLimits+"=1)")
+	f.DurationVar(&a.pingTimeout, "ping-timeout", 0, "how long each runtime candidate may take to answer its ping before it counts as not answering (env "+envPingTimeout+"; default "+detect.DefaultPingTimeout.String()+")")
 	f.StringVar(&a.readinessFlag, "readiness", "", "how a sandbox is judged ready: auto, wire (the engine's real client over the network) or exec (the engine's probe inside the sandbox) (env SANDBOXER_READINESS; default auto)")
 	f.BoolVarP(&a.quiet, "quiet", "q", false, "only errors on stderr, no progress")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logs on stderr (never passwords)")
@@ -228,6 +233,14 @@ func (a *app) prepare() error {
 	}
 	if a.readiness, err = provision.ParseReadiness(readiness); err != nil {
 		return usagef("%s %q: want auto, wire or exec", from, readiness)
+	}
+	if a.pingTimeout < 0 {
+		return usagef("--ping-timeout %v: must not be negative", a.pingTimeout)
+	}
+	if v := a.getenv(envPingTimeout); v != "" && a.pingTimeout == 0 {
+		if a.pingTimeout, err = time.ParseDuration(v); err != nil || a.pingTimeout < 0 {
+			return usagef("%s=%q: want a duration such as 3s", envPingTimeout, v)
+		}
 	}
 	if v := a.getenv(envUnenforcedLimits); v != "" && !a.unenforcedLimits {
 		if a.unenforcedLimits, err = strconv.ParseBool(v); err != nil {
@@ -274,6 +287,7 @@ func (a *app) detectOptions() detect.Options {
 		ContainerdAddress:   a.containerdAddress,
 		ContainerdNamespace: a.containerdNamespace,
 		UnenforcedLimits:    a.unenforcedLimits,
+		PingTimeout:         a.pingTimeout,
 		Getenv:              a.getenv,
 		Logger:              a.log,
 	}
