@@ -25,8 +25,27 @@ const (
 	parallelRuns = 10
 )
 
-// ignoreTERM is a PID 1 that survives SIGTERM: only a kill ends it.
-var ignoreTERM = []string{"sh", "-c", `trap "" TERM; while :; do sleep 1; done`}
+// ignoreTERM is a PID 1 that survives SIGTERM: only a kill ends it. It
+// touches ignoreTERMReady once the trap is set, so that a test can wait
+// for it (a TERM that arrives before would end the shell).
+var ignoreTERM = []string{"sh", "-c", `trap "" TERM; : > ` + ignoreTERMReady + `; while :; do sleep 1; done`}
+
+// ignoreTERMReady is the file ignoreTERM makes once it ignores SIGTERM.
+const ignoreTERMReady = "/tmp/term-ignored"
+
+// runIgnoringTERM runs spec with ignoreTERM and returns once its trap is
+// set.
+func (s *suite) runIgnoringTERM(t *testing.T, ctx context.Context, spec runtime.RunSpec) {
+	t.Helper()
+	spec.Command = ignoreTERM
+	s.run(t, ctx, spec)
+	poll(t, "the trap of "+spec.Name, 30*time.Second, func() error {
+		if !s.fileExists(t, ctx, spec.Name, ignoreTERMReady) {
+			return errors.New("SIGTERM not ignored yet")
+		}
+		return nil
+	})
+}
 
 // testExecStdoutStderrExitCodeEnv: exec returns the process's stdout,
 // stderr and exit code separately, passes argv verbatim, adds env for that
@@ -117,8 +136,7 @@ func testExecStdoutStderrExitCodeEnv(t *testing.T, s *suite) {
 func testStopAfterGraceWhenTERMIgnored(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	spec := s.spec(t)
-	spec.Command = ignoreTERM
-	s.run(t, ctx, spec)
+	s.runIgnoringTERM(t, ctx, spec)
 
 	start := time.Now()
 	err := s.rt.Stop(ctx, spec.Name, stopGrace)
@@ -137,8 +155,7 @@ func testStopAfterGraceWhenTERMIgnored(t *testing.T, s *suite) {
 func testKillStopsAtOnce(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	spec := s.spec(t)
-	spec.Command = ignoreTERM
-	s.run(t, ctx, spec)
+	s.runIgnoringTERM(t, ctx, spec)
 
 	start := time.Now()
 	err := s.rt.Kill(ctx, spec.Name)

@@ -22,7 +22,7 @@ const releaseTimeout = 30 * time.Second
 type DBOptions struct {
 	// Options are the shared sandbox's (runtime, prefixes, images,
 	// limits): tests that pass the same ones share one sandbox per engine.
-	// MemoryBytes defaults to 2 GiB for a shared sandbox, since it holds
+	// MemoryBytes defaults to 4 GiB for a shared sandbox, since it holds
 	// every parallel test's database on tmpfs, and CPUs to the host's
 	// cores, since every parallel test's queries land on it.
 	Options

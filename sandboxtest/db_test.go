@@ -233,10 +233,13 @@ func dbOptions(t *testing.T, r testruntimes.Runtime, engine string) sandboxtest.
 		require.NoError(t, err)
 		assert.Empty(t, testkit.Names(got), "Close tore the shared sandbox down")
 	})
+	// The runtime as the test reached it (on the rootless row, the user's
+	// socket with the limits opt-out). The daemons are shared with other
+	// packages' tests: a ping may take longer than detection's default.
+	dopts := r.Detect
+	dopts.PingTimeout = 15 * time.Second
 	return sandboxtest.DBOptions{
-		// The daemons are shared with other packages' tests: a ping may
-		// take longer than detection's default.
-		Options:    sandboxtest.Options{LabelPrefix: prefix, Detect: detect.Options{Runtime: r.Name, PingTimeout: 15 * time.Second}},
+		Options:    sandboxtest.Options{LabelPrefix: prefix, Detect: dopts},
 		Migrations: sandboxtest.MigrateFS(itemsFS),
 	}
 }

@@ -20,8 +20,11 @@ import (
 // sharedMemoryBytes is a shared sandbox's memory limit when Options sets
 // none: it holds every test's database at once, on tmpfs, which counts
 // against the container's memory (an empty postgres database is about
-// 8 MB, and a hundred parallel tests hold a hundred of them).
-const sharedMemoryBytes = 2 << 30
+// 8 MB, and a hundred parallel tests hold a hundred of them, plus the
+// pools of pre-cloned ones, in the engine's data budget for this limit:
+// about 1.5 GiB of postgres tablespace at 4 GiB). A full shared sandbox
+// answers a clone with "No space left on device".
+const sharedMemoryBytes = 4 << 30
 
 // perTest lists the engines with per-test databases: the server settings
 // a shared sandbox needs beyond the engine's own, and the hand-out of its

@@ -117,10 +117,16 @@ var kernelFS = []string{"overlay", "tmpfs", "proc", "sysfs", "devpts", "mqueue",
 // container): no host path that anyone asked for.
 var runtimeFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname", "/run/.containerenv"}
 
+// ociDefaultDevices are the device nodes every container gets (the OCI
+// runtime spec's default devices, /dev/console aside).
+var ociDefaultDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
 // HostPathMounts picks, from a container's mount table, what is mounted
 // from a host filesystem: anything but kernelFS, except the runtime's own
 // per-container files (runtimeFiles, bound from a path that names
-// containerID) and /dev/null bound over a masked /proc or /sys path.
+// containerID), /dev/null bound over a masked /proc or /sys path, and the
+// OCI default device nodes bound from the host's /dev by a rootless
+// runtime.
 func HostPathMounts(mounts []MountInfo, containerID string) []MountInfo {
 	var out []MountInfo
 	for _, m := range mounts {
@@ -132,6 +138,9 @@ func HostPathMounts(mounts []MountInfo, containerID string) []MountInfo {
 		}
 		if m.Root == "/null" && m.FSType == "devtmpfs" && (strings.HasPrefix(m.Point, "/proc/") || strings.HasPrefix(m.Point, "/sys/")) {
 			continue // a masked path, where a rootless runtime binds /dev/null
+		}
+		if m.FSType == "devtmpfs" && m.Point == "/dev"+m.Root && slices.Contains(ociDefaultDevices, m.Point) {
+			continue // a rootless runtime, which may not mknod, binds the host's node
 		}
 		out = append(out, m)
 	}

@@ -35,12 +35,16 @@ func TestHostPathMounts(t *testing.T) {
 121 101 0:5 / /run/docker.sock rw - devtmpfs udev rw
 122 101 0:50 / /scratch rw,nosuid - tmpfs tmpfs rw,size=16384k
 123 117 0:5 /null /proc/kcore rw,nosuid - devtmpfs udev rw
-124 101 0:5 /null /etc/passwd rw,nosuid - devtmpfs udev rw`
+124 101 0:5 /null /etc/passwd rw,nosuid - devtmpfs udev rw
+125 101 0:5 /null /dev/null rw,nosuid - devtmpfs udev rw
+126 101 0:5 /urandom /dev/urandom rw,nosuid - devtmpfs udev rw
+127 101 0:5 /sda /dev/sda rw,nosuid - devtmpfs udev rw
+128 101 0:5 /zero /dev/random rw,nosuid - devtmpfs udev rw`
 	got := HostPathMounts(ParseMountinfo(t, mountinfo), id)
 	var points []string
 	for _, m := range got {
 		points = append(points, m.Point)
 	}
-	assert.Equal(t, []string{"/etc/hosts", "/data", "/run/docker.sock", "/etc/passwd"}, points,
-		"another container's file, a host directory and devices are host paths; this container's resolv.conf and a masked /proc path are not")
+	assert.Equal(t, []string{"/etc/hosts", "/data", "/run/docker.sock", "/etc/passwd", "/dev/sda", "/dev/random"}, points,
+		"another container's file, a host directory, a disk and devices bound elsewhere are host paths; this container's resolv.conf, a masked /proc path and the default device nodes at their own place are not")
 }

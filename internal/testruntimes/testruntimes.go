@@ -60,6 +60,11 @@ type Runtime struct {
 	// runtime as RT does ("--runtime docker"; on the rootless row the
 	// podman runtime at the user's socket, with --unenforced-limits).
 	CLIFlags []string
+	// Detect is what runtime detection was given to reach RT, for code
+	// under test that detects on its own (sandboxtest.Options.Detect): on
+	// the rootless row the podman runtime at the user's socket with the
+	// limits opt-out. Its Logger is unset.
+	Detect detect.Options
 	// DanglingVolumes lists the volumes no container uses; nil when the
 	// runtime has no notion of volumes outside containers that tests check
 	// (only Docker sets it: the conformance suite proves that Remove
@@ -123,7 +128,8 @@ func Connect(t testing.TB, name string, opts ...Option) Runtime {
 		testenv.Unavailable(t, name, "%v", err)
 	}
 	t.Cleanup(func() { sel.Runtime.Close() })
-	r := Runtime{Name: name, RT: sel.Runtime, CLIFlags: flags}
+	r := Runtime{Name: name, RT: sel.Runtime, CLIFlags: flags, Detect: dopts}
+	r.Detect.Logger = nil
 	if name == docker.Name {
 		r.Docker, r.DanglingVolumes = dockerClient(t, sel.Chosen.Endpoint)
 	}
