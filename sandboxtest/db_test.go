@@ -316,7 +316,7 @@ func TestDBEnvAndOwner(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
 		opts := dbOptions(t, r, "postgres")
 		db := sandboxtest.NewDB(t, "postgres", opts)
-		assert.Equal(t, r.Name, db.Runtime)
+		assert.Equal(t, r.RT.Name(), db.Runtime, "the adapter it runs on")
 		assert.Equal(t, db.Name, db.Getenv("ROBOCO_TEST_DB_NAME"))
 		assert.Equal(t, db.URL, db.Getenv("ROBOCO_TEST_DB_URL"))
 		assert.Equal(t, "sandbox", db.Getenv("ROBOCO_TEST_DB_USER"))
