@@ -7,6 +7,7 @@ import (
 
 	"github.com/roboco/sandboxer/conformance"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -62,6 +63,9 @@ func TestConformance(t *testing.T) {
 				names = append(names, v.Name)
 			}
 			return names, nil
+		},
+		Images: func(ctx context.Context) ([]string, error) {
+			return testkit.CLILines(ctx, "podman", "--url", probe.Endpoint(), "images", "--format", "{{.Repository}}:{{.Tag}}")
 		},
 		HostDataDirs: []string{root},
 	})
