@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +54,11 @@ func (e *events) take(owner string, kind provision.EventKind) []provision.Event 
 // each first login with the handed-out credentials succeeding.
 func TestWarmFirstConnects(t *testing.T) {
 	rounds := 20
+	if v := os.Getenv("SANDBOXER_READINESS_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "SANDBOXER_READINESS_ROUNDS")
+		rounds = n
+	}
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newEnv(t, b)
 		ctx := testkit.Context(t, 10*time.Minute)
@@ -69,6 +76,9 @@ func TestWarmFirstConnects(t *testing.T) {
 			sb, err := p.Provision(ctx, id, []string{"postgres"})
 			require.NoError(t, err, "round %d", i)
 			times = append(times, time.Since(start))
+			for _, fb := range evs.take(sb.Owner, provision.EventWarmFallback) {
+				t.Logf("round %d fell back to cold: %v", i, fb.Err)
+			}
 			ready := evs.take(sb.Owner, provision.EventReady)
 			require.Len(t, ready, 1)
 			assert.Equal(t, tmpl.Ref, ready[0].Template, "round %d started warm", i)
@@ -246,4 +256,3 @@ func listImages(t *testing.T, ctx context.Context, b testruntimes.Runtime) []str
 	require.NoError(t, err)
 	return refs
 }
-

@@ -82,6 +82,9 @@ type Template struct {
 	Ref string
 	// Built reports whether this call built it (false: it was there).
 	Built bool
+	// Present reports whether the template is in the image store (what
+	// Templates found; EnsureTemplate returns a present one).
+	Present bool
 	// Elapsed is how long finding or building it took.
 	Elapsed time.Duration
 }
@@ -122,20 +125,75 @@ func (p *Provisioner) templateRef(s *service, w engines.Warmer, baseID string) s
 // returns it: what `sandboxer warm` and a first warm provision do. An
 // engine that cannot start warm is an ErrInvalid error.
 func (p *Provisioner) EnsureTemplate(ctx context.Context, name string) (Template, error) {
-	e, ok := p.opts.Registry.Lookup(name)
-	if !ok {
-		return Template{}, invalid("service", name, "unknown service; valid services: "+strings.Join(p.opts.Registry.Names(), ", "))
-	}
-	s := &service{engine: e, spec: e.Spec(), image: p.opts.image(e.Spec())}
-	w, ok := e.(engines.Warmer)
-	if !ok {
-		return Template{}, invalid("service", name, "starts cold: its engine has no warm start")
+	s, w, err := p.warmService(name)
+	if err != nil {
+		return Template{}, err
 	}
 	c := &call{id: ids.Hex(8), owner: p.opts.OwnerName("warm-" + ids.Hex(4))}
 	if err := p.ensureImage(ctx, c, s); err != nil {
 		return Template{}, err
 	}
 	return p.template(ctx, c, s, w)
+}
+
+// warmService is the service of the engine called name, when it can start
+// warm.
+func (p *Provisioner) warmService(name string) (*service, engines.Warmer, error) {
+	e, ok := p.opts.Registry.Lookup(name)
+	if !ok {
+		return nil, nil, invalid("service", name, "unknown service; valid services: "+strings.Join(p.opts.Registry.Names(), ", "))
+	}
+	w, ok := e.(engines.Warmer)
+	if !ok {
+		return nil, nil, invalid("service", name, "starts cold: its engine has no warm start")
+	}
+	return &service{engine: e, spec: e.Spec(), image: p.opts.image(e.Spec())}, w, nil
+}
+
+// WarmServices are the registered engines that can start warm.
+func (p *Provisioner) WarmServices() []string {
+	var out []string
+	for _, e := range p.opts.Registry.All() {
+		if _, ok := e.(engines.Warmer); ok {
+			out = append(out, e.Spec().Name)
+		}
+	}
+	return out
+}
+
+// LookupTemplate reports the template of service name's image as it
+// stands: its ref, and whether it is present. A base image that is not
+// present has no template to speak of (Ref "").
+func (p *Provisioner) LookupTemplate(ctx context.Context, name string) (Template, error) {
+	s, w, err := p.warmService(name)
+	if err != nil {
+		return Template{}, err
+	}
+	t := Template{Engine: s.spec.Name, Base: s.image}
+	ok, err := p.rt.ImageExists(ctx, s.image)
+	if err != nil || !ok {
+		return t, err
+	}
+	if t.BaseID, err = p.rt.ImageID(ctx, s.image); err != nil {
+		return t, err
+	}
+	t.Ref = p.templateRef(s, w, t.BaseID)
+	t.Present, err = p.rt.ImageExists(ctx, t.Ref)
+	return t, err
+}
+
+// RemoveTemplate removes the template of service name's image, if there
+// is one; the next warm provision builds it again.
+func (p *Provisioner) RemoveTemplate(ctx context.Context, name string) (Template, error) {
+	t, err := p.LookupTemplate(ctx, name)
+	if err != nil || !t.Present {
+		return t, err
+	}
+	if err := p.rt.RemoveImage(ctx, t.Ref); err != nil {
+		return t, err
+	}
+	t.Present = false
+	return t, nil
 }
 
 // template finds the template of s's image or builds it, once however
@@ -153,12 +211,16 @@ func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engin
 		return Template{}, err
 	}
 	if ok {
-		t.Elapsed = time.Since(start)
+		t.Present, t.Elapsed = true, time.Since(start)
 		return t, nil
 	}
 	// The build is shared: one caller giving up must not end it for the
 	// others, so it runs on its own bounded context.
+	// Only the caller whose function ran reports the build as its own
+	// (the write happens before the result is sent).
+	leader := false
 	ch := builds.DoChan(p.rt.Name()+"|"+p.rt.Endpoint()+"|"+t.Ref, func() (any, error) {
+		leader = true
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), templateBuildTimeout)
 		defer cancel()
 		return p.buildLocked(bctx, c, s, w, t)
@@ -170,7 +232,7 @@ func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engin
 		if res.Err != nil {
 			return Template{}, res.Err
 		}
-		t.Built = res.Val.(bool)
+		t.Built, t.Present = leader && res.Val.(bool), true
 		t.Elapsed = time.Since(start)
 		return t, nil
 	}

@@ -60,6 +60,10 @@ type app struct {
 	// made of it (or of SANDBOXER_READINESS).
 	readinessFlag string
 	readiness     provision.Readiness
+	// warmFlag is --warm as given; warm is what prepare made of it (or of
+	// SANDBOXER_WARM).
+	warmFlag string
+	warm     provision.Warm
 	imageMap      map[string]string
 	registry      *engines.Registry
 
@@ -176,12 +180,13 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.memory, "memory", "512m", "memory limit per sandbox (bytes, or with a k, m or g suffix)")
 	f.Float64Var(&a.cpus, "cpus", provision.DefaultCPUs, "CPU quota per sandbox, in cores (fractional)")
 	f.StringVar(&a.readinessFlag, "readiness", "", "how a sandbox is judged ready: auto, wire (the engine's real client over the network) or exec (the engine's probe inside the sandbox) (env SANDBOXER_READINESS; default auto)")
+	f.StringVar(&a.warmFlag, "warm", "", "warm start: auto (postgres starts from a template of its initialised data, built once per image) or off (always cold) (env SANDBOXER_WARM; default auto)")
 	f.BoolVarP(&a.quiet, "quiet", "q", false, "only errors on stderr, no progress")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logs on stderr (never passwords)")
 	f.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 
-	root.AddCommand(a.upCmd(), a.downCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd())
+	root.AddCommand(a.upCmd(), a.downCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd(), a.warmCmd())
 	return root
 }
 
@@ -217,6 +222,13 @@ func (a *app) prepare() error {
 	}
 	if a.readiness, err = provision.ParseReadiness(readiness); err != nil {
 		return usagef("%s %q: want auto, wire or exec", from, readiness)
+	}
+	warm, from := a.warmFlag, "--warm"
+	if warm == "" {
+		warm, from = a.getenv(provision.WarmEnv), provision.WarmEnv
+	}
+	if a.warm, err = provision.ParseWarm(warm); err != nil {
+		return usagef("%s %q: want auto or off", from, warm)
 	}
 	a.imageMap, err = parseImages(a.registry, a.images)
 	if err != nil {
@@ -282,6 +294,7 @@ func (a *app) provisionOptions() provision.Options {
 		Registry:    a.registry,
 		MemoryBytes: a.memoryBytes,
 		Readiness:   a.readiness,
+		Warm:        a.warm,
 		CPUs:        a.cpus,
 		Images:      a.imageMap,
 		Getenv:      a.getenv,
