@@ -64,8 +64,8 @@ type app struct {
 	// SANDBOXER_WARM).
 	warmFlag string
 	warm     provision.Warm
-	imageMap      map[string]string
-	registry      *engines.Registry
+	imageMap map[string]string
+	registry *engines.Registry
 
 	// detectHook, when set, adjusts the runtime detection options: tests
 	// give the fake sockets and runtimes there.
