@@ -39,6 +39,11 @@ elif command -v setpriv >/dev/null 2>&1; then drop="setpriv --reuid=postgres --r
 else echo "sandboxer warm start: no gosu, su-exec or setpriv in the image" >&2; exit 1
 fi
 export HOME=/var/lib/postgresql USER=postgres
+# The socket directory, as the image's entrypoint makes it (a runtime may
+# mount a fresh tmpfs on /run).
+mkdir -p /var/run/postgresql
+chown postgres:postgres /var/run/postgresql
+chmod 3777 /var/run/postgresql
 : "${PGDATA:=/var/lib/postgresql/data}"
 user=$(printf '%s' "${POSTGRES_USER:-postgres}" | sed 's/"/""/g')
 pw=$(printf '%s' "$POSTGRES_PASSWORD" | sed "s/'/''/g")
