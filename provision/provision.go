@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -45,6 +46,9 @@ type Provisioner struct {
 	rt   runtime.ContainerRuntime
 	opts Options
 	keys labels.Keys
+	// buildFailed maps a template ref to when its build last failed (see
+	// buildRetry).
+	buildFailed sync.Map
 }
 
 // New returns a Provisioner for rt. It checks opts (Options.Validate: an

@@ -64,6 +64,12 @@ const (
 	templateBaseIDLabel  = "sandboxer.warm.base-id"
 	templateEngineLabel  = "sandboxer.warm.engine"
 	templateCaptureLabel = "sandboxer.warm.paths"
+	// buildRetry is how long a provisioner starts cold without trying
+	// again after a template build failed: a build that cannot work (an
+	// image that does not keep the official contract) is not paid for by
+	// every provision, and one that failed by chance (a loaded host) is
+	// tried again later.
+	buildRetry = 10 * time.Minute
 	// templateDir is where a template image keeps its tars.
 	templateDir = "/sandboxer-warm"
 )
@@ -214,6 +220,9 @@ func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engin
 		t.Present, t.Elapsed = true, time.Since(start)
 		return t, nil
 	}
+	if at, ok := p.buildFailed.Load(t.Ref); ok && time.Since(at.(time.Time)) < buildRetry {
+		return Template{}, fmt.Errorf("the build of %s failed %s ago; tried again after %s", t.Ref, time.Since(at.(time.Time)).Round(time.Second), buildRetry)
+	}
 	// The build is shared: one caller giving up must not end it for the
 	// others, so it runs on its own bounded context.
 	// Only the caller whose function ran reports the build as its own
@@ -230,8 +239,10 @@ func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engin
 		return Template{}, ctx.Err()
 	case res := <-ch:
 		if res.Err != nil {
+			p.buildFailed.Store(t.Ref, time.Now())
 			return Template{}, res.Err
 		}
+		p.buildFailed.Delete(t.Ref)
 		t.Built, t.Present = leader && res.Val.(bool), true
 		t.Elapsed = time.Since(start)
 		return t, nil
@@ -262,11 +273,14 @@ func (p *Provisioner) buildLocked(ctx context.Context, c *call, s *service, w en
 // the server cleanly, captures every tmpfs path of the spec with tar,
 // removes the container, and loads the base image plus one layer of those
 // tars under t.Ref.
-func (p *Provisioner) build(ctx context.Context, c *call, s *service, w engines.Warmer, t Template) error {
+func (p *Provisioner) build(ctx context.Context, c *call, s *service, w engines.Warmer, t Template) (err error) {
 	cred, err := templateCred()
 	if err != nil {
 		return err
 	}
+	// The template's password is nobody's, but is kept out of messages
+	// like any other.
+	defer func() { err = redactor{cred.Password}.Error(err) }()
 	ts := &service{engine: s.engine, spec: s.spec, cred: cred, image: s.image,
 		name: p.opts.LabelPrefix + "-warm-" + s.spec.Short + "-" + ids.Hex(4)}
 	spec := p.runSpec(c, ts)

@@ -103,6 +103,7 @@ func TestWarmFailingBuildFallsBackAndLeavesNothing(t *testing.T) {
 	w := newWorld(t)
 	// The clean stop of the template's server fails.
 	w.fake.Script("sh", fakeruntime.Result{ExitCode: 1, Stderr: "pg_ctl: could not stop"})
+	builds := w.countRuns("-warm-")
 	p := w.provisioner(w.warmOptions())
 	sb, err := p.Provision(t.Context(), "f1", []string{"postgres"})
 	require.NoError(t, err, "a failed build falls back to a cold start")
@@ -116,6 +117,13 @@ func TestWarmFailingBuildFallsBackAndLeavesNothing(t *testing.T) {
 	}
 	assert.Equal(t, []string{"roboco-sandbox-pg-f1"}, names, "the cold sandbox alone")
 	assert.Equal(t, "postgres:16-alpine", w.named(sb.Containers[0].Name).Image, "started cold")
+
+	_, err = p.Provision(t.Context(), "f2", []string{"postgres"})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), builds.Load(), "a failed build is not tried again by the next provision")
+	fb = w.events(provision.EventWarmFallback)
+	require.Len(t, fb, 2)
+	assert.ErrorContains(t, fb[1].Err, "tried again after")
 }
 
 func TestWarmStartFailureBlamesTheTemplate(t *testing.T) {
