@@ -113,14 +113,14 @@ func templateCred() (engines.Credentials, error) { return engines.NewCredentials
 // one per base image and recipe (the engine's key, the env and command of
 // its container without the password, the tmpfs paths and their options).
 func (p *Provisioner) templateRef(s *service, w engines.Warmer, baseID string) string {
-	cc := s.engine.Container(engines.Credentials{User: engines.DefaultUser, Database: engines.DefaultDatabase})
-	spec := p.runSpec(&call{}, &service{engine: s.engine, spec: s.spec, image: s.image, cred: engines.Credentials{User: engines.DefaultUser, Database: engines.DefaultDatabase}})
+	noPassword := engines.Credentials{User: engines.DefaultUser, Database: engines.DefaultDatabase}
+	spec := p.runSpec(&call{}, &service{engine: s.engine, spec: s.spec, image: s.image, cred: noPassword})
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", baseID, w.WarmKey())
-	for _, k := range slices.Sorted(maps.Keys(cc.Env)) {
-		fmt.Fprintf(h, "env %s=%s\n", k, cc.Env[k])
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		fmt.Fprintf(h, "env %s=%s\n", k, spec.Env[k])
 	}
-	fmt.Fprintf(h, "cmd %q\n", cc.Command)
+	fmt.Fprintf(h, "cmd %q\n", spec.Command)
 	for _, k := range slices.Sorted(maps.Keys(spec.Tmpfs)) {
 		fmt.Fprintf(h, "tmpfs %s %s\n", k, spec.Tmpfs[k])
 	}
