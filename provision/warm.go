@@ -224,9 +224,9 @@ func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engin
 		return Template{}, fmt.Errorf("the build of %s failed %s ago; tried again after %s", t.Ref, time.Since(at.(time.Time)).Round(time.Second), buildRetry)
 	}
 	// The build is shared: one caller giving up must not end it for the
-	// others, so it runs on its own bounded context.
-	// Only the caller whose function ran reports the build as its own
-	// (the write happens before the result is sent).
+	// others, so it runs on its own bounded context. Only the caller whose
+	// function ran reports the build as its own (leader is written before
+	// the result is sent).
 	leader := false
 	ch := builds.DoChan(p.rt.Name()+"|"+p.rt.Endpoint()+"|"+t.Ref, func() (any, error) {
 		leader = true
