@@ -75,3 +75,43 @@ func TestReadArchive(t *testing.T) {
 		})
 	}
 }
+
+func TestAppendLayer(t *testing.T) {
+	one := runtime.ArchiveImage{Config: "c.json", RepoTags: []string{"localhost/x:1"}, Layers: []string{"l/layer.tar"}}
+	config := `{"rootfs":{"type":"layers","diff_ids":["sha256:aa"]},"config":{"Env":["A=1"]},"unknown":7}`
+	base, err := runtime.ReadArchive(bytes.NewReader(archiveOf(t, [2]string{"c.json", config}, [2]string{"l/layer.tar", "base layer"}, manifestOf(t, one))))
+	require.NoError(t, err)
+	defer base.Close()
+
+	var out bytes.Buffer
+	require.NoError(t, runtime.AppendLayer(&out, base, "localhost/y:2", map[string]string{"k": "v"},
+		[]runtime.LayerFile{{Name: "/d/f.tar", Body: []byte("data")}}))
+	got, err := runtime.ReadArchive(&out)
+	require.NoError(t, err, "the result is a docker-archive")
+	defer got.Close()
+	assert.Equal(t, "localhost/y:2", got.Ref)
+	require.Len(t, got.Image.Layers, 2)
+	assert.Equal(t, "l/layer.tar", got.Image.Layers[0], "the base layer is kept as it is")
+	baseDigest, _ := base.Digest("l/layer.tar")
+	keptDigest, _ := got.Digest("l/layer.tar")
+	assert.Equal(t, baseDigest, keptDigest, "byte for byte")
+	newDigest, ok := got.Digest(got.Image.Layers[1])
+	require.True(t, ok)
+
+	var cfg struct {
+		RootFS struct {
+			DiffIDs []string `json:"diff_ids"`
+		} `json:"rootfs"`
+		Config struct {
+			Env    []string          `json:"Env"`
+			Labels map[string]string `json:"Labels"`
+		} `json:"config"`
+		Unknown int `json:"unknown"`
+	}
+	require.NoError(t, json.Unmarshal(got.Config, &cfg))
+	assert.Equal(t, []string{"sha256:aa", newDigest}, cfg.RootFS.DiffIDs, "the new layer is uncompressed: its digest is its diff ID")
+	assert.Equal(t, []string{"A=1"}, cfg.Config.Env)
+	assert.Equal(t, map[string]string{"k": "v"}, cfg.Config.Labels)
+	assert.Equal(t, 7, cfg.Unknown, "fields it does not know are kept")
+	assert.NotEqual(t, base.ConfigDigest, got.ConfigDigest)
+}
