@@ -144,6 +144,12 @@ func testRemoveImageInUseKeepsContainer(t *testing.T, s *suite) {
 	_, err := s.rt.LoadImage(ctx, bytes.NewReader(archive))
 	require.NoError(t, err, "load %s", ref)
 
+	id, err := s.rt.ImageID(ctx, ref)
+	require.NoError(t, err)
+	// Untagged in use, the image stays for its container (Docker and
+	// Podman keep it dangling): removed by ID once the container is gone
+	// (cleanups run last-in first-out, the container's is registered next).
+	s.trackImage(t, id)
 	spec := s.spec(t)
 	spec.Image = ref
 	c := s.run(t, ctx, spec)

@@ -97,8 +97,9 @@ func TestWarmFirstConnects(t *testing.T) {
 // testBase loads, under ref, the postgres stand-in plus one layer holding
 // marker: a base image of the test's own (its ID is nobody else's), so
 // that its template is built by this test, and is removed when it ends.
-func testBase(t *testing.T, ctx context.Context, rt runtime.ContainerRuntime, standin, ref, marker string) {
+func testBase(t *testing.T, ctx context.Context, e env, standin, ref, marker string) {
 	t.Helper()
+	rt := e.RT
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(rt.SaveImage(ctx, standin, pw)) }()
 	base, err := runtime.ReadArchive(pr)
@@ -106,21 +107,20 @@ func testBase(t *testing.T, ctx context.Context, rt runtime.ContainerRuntime, st
 	defer base.Close()
 	var out bytes.Buffer
 	require.NoError(t, runtime.AppendLayer(&out, base, ref, nil, []runtime.LayerFile{{Name: "/sandboxer-test/marker", Body: []byte(marker)}}))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		assert.NoError(t, rt.RemoveImage(ctx, ref), "cleanup: remove %s", ref)
-	})
+	removeImageAtEnd(t, e, ref)
 	_, err = rt.LoadImage(ctx, &out)
 	require.NoError(t, err, "load %s", ref)
 }
 
-// removeImageAtEnd removes ref when the test ends.
-func removeImageAtEnd(t *testing.T, rt runtime.ContainerRuntime, ref string) {
+// removeImageAtEnd removes ref when the test ends, after the world's
+// sandboxes: removed while a container uses it, an image would stay behind
+// untagged for it (Docker, Podman).
+func removeImageAtEnd(t *testing.T, e env, ref string) {
 	t.Cleanup(func() {
+		testkit.RemoveLabelled(t, e.RT, e.SandboxLabels())
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		assert.NoError(t, rt.RemoveImage(ctx, ref), "cleanup: remove %s", ref)
+		assert.NoError(t, e.RT.RemoveImage(ctx, ref), "cleanup: remove %s", ref)
 	})
 }
 
@@ -144,7 +144,7 @@ func TestWarmTemplate(t *testing.T) {
 		ctx := testkit.Context(t, 10*time.Minute)
 		e.Warm()
 		baseRef := "localhost/" + e.Prefix + "/postgres:base"
-		testBase(t, ctx, e.RT, e.Images["postgres"], baseRef, "one")
+		testBase(t, ctx, e, e.Images["postgres"], baseRef, "one")
 
 		rec := &testruntimes.Recorder{ContainerRuntime: e.RT}
 		var evs events
@@ -163,7 +163,7 @@ func TestWarmTemplate(t *testing.T) {
 		built := evs.take(a.Owner, provision.EventTemplateBuilt)
 		require.Len(t, built, 1, "the first warm provision builds the template")
 		tmpl := built[0].Template
-		removeImageAtEnd(t, e.RT, tmpl)
+		removeImageAtEnd(t, e, tmpl)
 		assert.Contains(t, listImages(t, ctx, b), tmpl, "the template is in the runtime's own image list")
 		ready := evs.take(a.Owner, provision.EventReady)
 		require.Len(t, ready, 1)
@@ -208,20 +208,27 @@ func TestWarmTemplate(t *testing.T) {
 			assert.Equal(t, "42P01", pgErr.Code, "undefined_table")
 		})
 
-		// Same tag, other content: another template.
-		testBase(t, ctx, e.RT, e.Images["postgres"], baseRef, "two")
+		// Same tag, other content: another template. (The first base goes
+		// first: retagged away, it would stay behind untagged.)
+		require.NoError(t, e.RT.RemoveImage(ctx, baseRef))
+		testBase(t, ctx, e, e.Images["postgres"], baseRef, "two")
 		c, err := p.Provision(ctx, e.Owner("wc"), []string{"postgres"})
 		require.NoError(t, err)
 		rebuilt := evs.take(c.Owner, provision.EventTemplateBuilt)
 		require.Len(t, rebuilt, 1, "a changed base image builds its template")
 		tmpl2 := rebuilt[0].Template
-		removeImageAtEnd(t, e.RT, tmpl2)
+		removeImageAtEnd(t, e, tmpl2)
 		assert.NotEqual(t, tmpl, tmpl2, "the template of the changed base is another")
 		_, err = testruntimes.Login(ctx, c, c.Containers[0])
 		assert.NoError(t, err, "the sandbox of the rebuilt template")
 
 		t.Run("CorruptTemplateFallsBackCold", func(t *testing.T) {
-			// Garbage under the template's tag: busybox with a file.
+			// Garbage under the template's tag: busybox with a file. The
+			// real template goes first (with its sandbox), or it would stay
+			// behind untagged.
+			_, err := p.Teardown(ctx, c.OwnerID)
+			require.NoError(t, err)
+			require.NoError(t, e.RT.RemoveImage(ctx, tmpl2))
 			pr, pw := io.Pipe()
 			go func() { pw.CloseWithError(e.RT.SaveImage(ctx, testkit.Image(t, e.RT, "busybox"), pw)) }()
 			bb, err := runtime.ReadArchive(pr)
