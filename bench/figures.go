@@ -111,6 +111,9 @@ func (s *Suite) pickTrioBaseline() {
 		}
 	}
 	s.report.Figure(FigTrio).Baseline = slowest
+	if f := s.report.Figure(FigWarmTrio); f != nil {
+		f.Baseline = slowest
+	}
 }
 
 // sample records one measurement.

@@ -57,6 +57,10 @@ type Config struct {
 	// Volumes lists the backend's volume names; the anonymous-volume
 	// semantic compares it before, during and after a container's life.
 	Volumes func(ctx context.Context) ([]string, error)
+	// Images lists the image refs ("repo:tag") as the runtime's own CLI
+	// shows them (docker image ls, podman images, ctr images ls); the
+	// image semantics check loads and removals against it.
+	Images func(ctx context.Context) ([]string, error)
 	// HostDataDirs are where the backend keeps container filesystems on
 	// the host (e.g. /var/lib/docker); the tmpfs semantic proves that a
 	// file written to a tmpfs path appears under none of them.
@@ -81,6 +85,10 @@ var semantics = []semantic{
 	{"ImageExistsPullExists", testImageExistsPullExists},
 	{"PullMissingIsImageNotFound", testPullMissingIsImageNotFound},
 	{"RunAbsentImageIsImageNotFound", testRunAbsentImageIsImageNotFound},
+	{"ImageIDIsConfigDigest", testImageIDIsConfigDigest},
+	{"SaveLoadRoundTrip", testSaveLoadRoundTrip},
+	{"RemoveImageInUseKeepsContainer", testRemoveImageInUseKeepsContainer},
+	{"LoadMalformedLeavesNothing", testLoadMalformedLeavesNothing},
 	{"RunHonoursNameEnvCommandLabels", testRunHonoursNameEnvCommandLabels},
 	{"InvalidSpecIsRejectedAlike", testInvalidSpecIsRejectedAlike},
 	{"TmpfsIsTmpfsAndNotOnHostDisk", testTmpfsIsTmpfsAndNotOnHostDisk},

@@ -25,6 +25,15 @@
 //     is ErrImageNotFound.
 //   - RunAbsentImageIsImageNotFound: Run does not pull; an absent image is
 //     ErrImageNotFound and leaves no container behind.
+//   - ImageIDIsConfigDigest: ImageID is the config digest the registry
+//     serves; ImageID and SaveImage of an absent image are ErrImageNotFound.
+//   - SaveLoadRoundTrip: a saved image with one more layer (appended by
+//     go-containerregistry) loads under its tag, shows in the runtime's own
+//     image list, has its config digest as ID and runs with the new file.
+//   - RemoveImageInUseKeepsContainer: removing the tag of a running
+//     container's image succeeds; the container keeps running.
+//   - LoadMalformedLeavesNothing: not a tar, truncated, a missing layer:
+//     ErrInvalid, and no image under the archive's tag.
 //   - RunHonoursNameEnvCommandLabels: name, env, entrypoint/command and
 //     labels (exact round trip) are what the container gets and what
 //     inspect and list report.

@@ -51,7 +51,7 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 	services := []string{"postgres", "redis", "mongo"}
 	// Readiness by the exec probe, which the hook holds (the fake runs no
 	// server to log in to over the wire).
-	p, err := provision.New(w.fake, provision.Options{Getenv: func(string) string { return "" }, Now: w.clock.Now, Readiness: provision.ReadinessExec})
+	p, err := provision.New(w.fake, provision.Options{Getenv: func(string) string { return "" }, Now: w.clock.Now, Readiness: provision.ReadinessExec, Warm: provision.WarmOff})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

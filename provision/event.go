@@ -17,11 +17,19 @@ const (
 	EventPullProgress EventKind = "pull-progress"
 	EventPulled       EventKind = "pulled"
 	EventPreCleared   EventKind = "pre-cleared"
-	EventStarted      EventKind = "started"
-	EventReady        EventKind = "ready"
-	EventFailed       EventKind = "failed"
-	EventRolledBack   EventKind = "rolled-back"
-	EventRemoved      EventKind = "removed"
+	// EventTemplateBuilt: a warm template was built (Template, Elapsed).
+	EventTemplateBuilt EventKind = "template-built"
+	// EventWarmFallback: the sandbox starts cold after all; Err says why
+	// (no template to be had, or the warm start failed).
+	EventWarmFallback EventKind = "warm-fallback"
+	// EventTemplateRemoved: a template whose sandbox failed on its own
+	// was removed, to be built again on next use.
+	EventTemplateRemoved EventKind = "template-removed"
+	EventStarted         EventKind = "started"
+	EventReady           EventKind = "ready"
+	EventFailed          EventKind = "failed"
+	EventRolledBack      EventKind = "rolled-back"
+	EventRemoved         EventKind = "removed"
 )
 
 // Event is one step of a provision or teardown. It never carries a
@@ -41,6 +49,9 @@ type Event struct {
 	// ReadinessWire or ReadinessExec, and ReadinessWhy says why that mode.
 	Readiness    Readiness
 	ReadinessWhy string
+	// Template is the warm template the sandbox starts from (EventStarted,
+	// EventReady; "" for a cold start), or the one built or removed.
+	Template string
 	// Progress is set for EventPullProgress.
 	Progress *runtime.PullProgress
 	// Err is set for EventFailed (redacted).
@@ -68,6 +79,9 @@ func (p *Provisioner) emit(ctx context.Context, ev Event) {
 	}
 	if ev.Elapsed != 0 {
 		attrs = append(attrs, slog.Duration("elapsed", ev.Elapsed))
+	}
+	if ev.Template != "" {
+		attrs = append(attrs, slog.String("template", ev.Template))
 	}
 	if ev.Attempts != 0 {
 		attrs = append(attrs, slog.Int("attempts", ev.Attempts))

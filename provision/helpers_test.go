@@ -52,8 +52,12 @@ func newWorld(t *testing.T) *world {
 // events recorded, logs captured at debug level, and readiness by the exec
 // probe, which the fake answers from its script (it runs no server to log
 // in to; readiness_test.go covers the wire check with real listeners).
+// Every sandbox starts cold: warm_test.go is where warm start is the
+// subject (a template build would add its own container and calls to what
+// the other tests count).
 func (w *world) options() provision.Options {
 	return provision.Options{
+		Warm:      provision.WarmOff,
 		Readiness: provision.ReadinessExec,
 		Getenv:    func(string) string { return "" },
 		Logger:    slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -100,6 +104,7 @@ func (w *world) totalCalls() int {
 		fakeruntime.VerbCreate, fakeruntime.VerbInspect, fakeruntime.VerbExec, fakeruntime.VerbStop,
 		fakeruntime.VerbKill, fakeruntime.VerbRemove, fakeruntime.VerbList, fakeruntime.VerbSnapshot,
 		fakeruntime.VerbCreateNetwork, fakeruntime.VerbRemoveNetwork,
+		fakeruntime.VerbImageID, fakeruntime.VerbSaveImage, fakeruntime.VerbLoadImage, fakeruntime.VerbRemoveImage,
 	} {
 		n += w.fake.Calls(v)
 	}

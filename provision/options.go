@@ -85,6 +85,14 @@ type Options struct {
 	// the engine's real client over the wire wherever this process can
 	// reach the consumer's endpoint, the engine's exec probe elsewhere).
 	Readiness Readiness
+	// Warm is whether engines that can (engines.Warmer: postgres) start
+	// from a template of their initialised data, built once per base image
+	// on first use and kept in the runtime's image store (default
+	// WarmAuto). Whenever a warm start is not to be had (the template
+	// cannot be built, or a sandbox started from it fails), the sandbox
+	// starts cold under the same name, and an EventWarmFallback says why.
+	// WarmOff never looks for a template.
+	Warm Warm
 	// PreClearGrace: a same-named sandbox of the owner younger than this
 	// is left alone and the provision fails with a conflict (default
 	// DefaultPreClearGrace).
@@ -135,6 +143,8 @@ func (o Options) Validate() error {
 		return invalid("ready timeout", o.ReadyTimeout.String(), "must be positive")
 	case o.Readiness != ReadinessAuto && o.Readiness != ReadinessWire && o.Readiness != ReadinessExec:
 		return invalid("readiness", string(o.Readiness), "want auto, wire or exec")
+	case o.Warm != WarmAuto && o.Warm != WarmOff:
+		return invalid("warm", string(o.Warm), "want auto or off")
 	case o.PreClearGrace < 0:
 		return invalid("pre-clear grace", o.PreClearGrace.String(), "must not be negative (NoPreClearGrace: always clear)")
 	case o.NoPreClearGrace && o.PreClearGrace != 0:
@@ -192,6 +202,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Readiness == "" {
 		o.Readiness = ReadinessAuto
+	}
+	if o.Warm == "" {
+		o.Warm = WarmAuto
 	}
 	if o.PreClearGrace == 0 && !o.NoPreClearGrace {
 		o.PreClearGrace = DefaultPreClearGrace

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -45,6 +46,9 @@ type Provisioner struct {
 	rt   runtime.ContainerRuntime
 	opts Options
 	keys labels.Keys
+	// buildFailed maps a template ref to when its build last failed (see
+	// buildRetry).
+	buildFailed sync.Map
 }
 
 // New returns a Provisioner for rt. It checks opts (Options.Validate: an
@@ -103,6 +107,8 @@ type service struct {
 	created runtime.Container
 	result  Container
 	mode    Readiness // how it was judged ready
+	// template is the warm template the current start runs ("": cold).
+	template string
 }
 
 // Provision starts services for ownerID and returns them ready, or fails
@@ -207,24 +213,44 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 		return fail("pre-clear", err, "")
 	}
 
+	spec := p.runSpec(c, s)
+	if w, ok := p.warmer(s); ok {
+		spec = p.warmSpec(ctx, c, s, w, spec)
+	}
+	stage, output, err := p.start(ctx, c, s, spec)
+	if err != nil && s.template != "" && canFallBack(ctx, err) {
+		if aerr := p.abandonWarm(ctx, c, s, err); aerr != nil {
+			return fail(stage, errors.Join(err, aerr), output)
+		}
+		stage, output, err = p.start(ctx, c, s, p.runSpec(c, s))
+	}
+	if err != nil {
+		return fail(stage, err, output)
+	}
+	return nil
+}
+
+// start runs spec and waits until it is ready; on failure it returns the
+// stage that failed and the probe's output.
+func (p *Provisioner) start(ctx context.Context, c *call, s *service, spec runtime.RunSpec) (stage, output string, err error) {
 	// A Run is never cut short by a sibling's failure or the caller giving
 	// up: the daemon finishes a create whose client went away, and the
 	// container would appear after the rollback looked. Run is quick, so
 	// it completes, and the rollback then removes what it made.
 	runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
-	ctr, err := p.rt.Run(runCtx, p.runSpec(c, s))
+	ctr, err := p.rt.Run(runCtx, spec)
 	cancelRun()
 	if err != nil {
 		if errors.Is(err, runtime.ErrAlreadyExists) {
 			err = fmt.Errorf("%w: %w", ErrConflict, err)
 		}
-		return fail("run", err, "")
+		return "run", "", err
 	}
 	s.created = ctr
 	if err := ctx.Err(); err != nil {
-		return fail("run", err, "")
+		return "run", "", err
 	}
-	p.emit(ctx, p.event(EventStarted, c, s, nil))
+	p.emit(ctx, p.event(EventStarted, c, s, func(ev *Event) { ev.Template = s.template }))
 
 	readyTimeout := s.spec.ReadyTimeout
 	if p.opts.ReadyTimeout > 0 {
@@ -235,7 +261,7 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 
 	probeHost, err := p.address(rctx, ctr)
 	if err != nil {
-		return fail("run", err, "")
+		return "run", "", err
 	}
 	own := engines.Endpoint{Host: probeHost, Port: s.spec.Port}
 	// The consumer's endpoint: the published port in host mode, the
@@ -243,7 +269,7 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 	endpoint := own
 	if p.opts.Network == "" {
 		if endpoint, err = p.published(rctx, ctr, s.spec.Port); err != nil {
-			return fail("publish", err, "")
+			return "publish", "", err
 		}
 	}
 
@@ -253,18 +279,17 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 		url, _ := engines.URLVar(s.engine.Env(p.opts.EnvPrefix, endpoint, s.cred))
 		attempts, err = p.waitWire(ctx, rctx, ctr.ID, s.engine.(engines.WireChecker), url.Value, readyTimeout)
 		if err != nil {
-			return fail("probe", fmt.Errorf("over the wire at %s: %w", hostPortOf(endpoint), err), "")
+			return "probe", "", fmt.Errorf("over the wire at %s: %w", hostPortOf(endpoint), err)
 		}
 	} else {
-		var output string
 		attempts, output, err = p.waitReady(ctx, rctx, ctr.ID, s.engine.Probe(own, s.cred), readyTimeout)
 		if err != nil {
-			return fail("probe", err, output)
+			return "probe", output, err
 		}
 		if p.opts.Network == "" {
 			// The exec probe ran inside; the consumer dials the published port.
 			if err := waitDial(ctx, rctx, endpoint, readyTimeout); err != nil {
-				return fail("publish", err, "")
+				return "publish", "", err
 			}
 		}
 	}
@@ -275,8 +300,9 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 		ev.Attempts = attempts
 		ev.Readiness = cp.mode
 		ev.ReadinessWhy = cp.why
+		ev.Template = s.template
 	}))
-	return nil
+	return "", "", nil
 }
 
 func (p *Provisioner) event(kind EventKind, c *call, s *service, set func(*Event)) Event {

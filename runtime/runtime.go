@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -30,6 +31,25 @@ type ContainerRuntime interface {
 	// PullImage fetches ref. progress may be nil. A ref the registry does
 	// not have (or a registry that cannot serve it) gives ErrImageNotFound.
 	PullImage(ctx context.Context, ref string, progress ProgressFunc) error
+	// ImageID is the ID of ref's image: the digest of its config
+	// ("sha256:<hex>"), which names the same image on every runtime. An
+	// absent ref gives ErrImageNotFound.
+	ImageID(ctx context.Context, ref string) (string, error)
+	// SaveImage writes ref's image to w as a docker-archive (the format
+	// of `docker save`: manifest.json, the config and every layer). An
+	// absent ref gives ErrImageNotFound.
+	SaveImage(ctx context.Context, ref string, w io.Writer) error
+	// LoadImage stores the one image of the docker-archive r (see
+	// ReadArchive) under its one tag, and returns that tag: once it
+	// returns, the image can be Run. An archive that breaks the format (not
+	// a tar, truncated, a file its manifest names missing) gives ErrInvalid
+	// and leaves no image behind.
+	LoadImage(ctx context.Context, r io.Reader) (string, error)
+	// RemoveImage removes the reference ref: afterwards ImageExists(ref)
+	// is false. A container that uses the image keeps existing and
+	// running (the runtime keeps what it needs). An absent ref is not an
+	// error.
+	RemoveImage(ctx context.Context, ref string) error
 
 	// Run creates and starts a detached container from spec. The image must
 	// be present; Run does not pull. If the start fails, the created

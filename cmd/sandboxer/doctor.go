@@ -22,6 +22,10 @@ type doctorReport struct {
 	Chosen     *candidateJSON   `json:"chosen"`
 	Reason     string           `json:"reason"`
 	Images     []imageCheckJSON `json:"images"`
+	// Warm is the warm start mode, and Templates the warm templates of the
+	// images in effect (see `sandboxer warm`).
+	Warm      string         `json:"warm"`
+	Templates []templateJSON `json:"templates"`
 	// Readiness says how sandboxes will be judged ready, in host mode and
 	// on a sibling network.
 	Readiness readinessJSON `json:"readiness"`
@@ -104,6 +108,7 @@ Exits 3 when no runtime answered.`,
 
 func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport {
 	rep := doctorReport{Asked: sel.Asked, AskedBy: sel.AskedBy, Reason: sel.Reason, Images: []imageCheckJSON{}, Warnings: []string{},
+		Warm: string(a.warm), Templates: []templateJSON{},
 		Readiness: readinessJSON{
 			Mode:    string(a.readiness),
 			Host:    provision.DescribeReadiness(a.readiness, ""),
@@ -162,6 +167,18 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 		}
 		rep.Images = append(rep.Images, ic)
 	}
+	if p, err := provision.New(sel.Runtime, a.provisionOptions()); err == nil {
+		for _, name := range p.WarmServices() {
+			tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			t, err := p.LookupTemplate(tctx, name)
+			cancel()
+			if err != nil {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: cannot check the warm template: %s", name, oneLine(err.Error())))
+				continue
+			}
+			rep.Templates = append(rep.Templates, toTemplateJSON(t))
+		}
+	}
 	return rep
 }
 
@@ -212,6 +229,19 @@ func writeDoctor(w io.Writer, rep doctorReport) {
 				state = "absent"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t(%s)\t%s\n", i.Engine, i.Image, i.Source, state)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "warm start (%s), templates on %s:\n", rep.Warm, rep.Chosen.Runtime)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, t := range rep.Templates {
+			state, ref := "absent (built on first use, or by `sandboxer warm`)", t.Ref
+			if t.Present {
+				state = "present"
+			}
+			if ref == "" {
+				ref = "(base image absent)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Service, ref, state)
 		}
 		tw.Flush()
 	} else {

@@ -63,8 +63,12 @@ type app struct {
 	// made of it (or of SANDBOXER_READINESS).
 	readinessFlag string
 	readiness     provision.Readiness
-	imageMap      map[string]string
-	registry      *engines.Registry
+	// warmFlag is --warm as given; warm is what prepare made of it (or of
+	// SANDBOXER_WARM).
+	warmFlag string
+	warm     provision.Warm
+	imageMap map[string]string
+	registry *engines.Registry
 
 	// detectHook, when set, adjusts the runtime detection options: tests
 	// give the fake sockets and runtimes there.
@@ -192,12 +196,13 @@ func (a *app) rootCmd() *cobra.Command {
 	f.BoolVar(&a.unenforcedLimits, "unenforced-limits", false, "run sandboxes although the runtime cannot enforce --memory/--cpus (rootless Podman on cgroup v1), with a warning, instead of failing (env "+envUnenforcedLimits+"=1)")
 	f.DurationVar(&a.pingTimeout, "ping-timeout", 0, "how long each runtime candidate may take to answer its ping before it counts as not answering (env "+envPingTimeout+"; default "+detect.DefaultPingTimeout.String()+")")
 	f.StringVar(&a.readinessFlag, "readiness", "", "how a sandbox is judged ready: auto, wire (the engine's real client over the network) or exec (the engine's probe inside the sandbox) (env SANDBOXER_READINESS; default auto)")
+	f.StringVar(&a.warmFlag, "warm", "", "warm start: auto (postgres starts from a template of its initialised data, built once per image) or off (always cold) (env SANDBOXER_WARM; default auto)")
 	f.BoolVarP(&a.quiet, "quiet", "q", false, "only errors on stderr, no progress")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logs on stderr (never passwords)")
 	f.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 
-	root.AddCommand(a.upCmd(), a.spawnCmd(), a.downCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd())
+	root.AddCommand(a.upCmd(), a.spawnCmd(), a.downCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd(), a.warmCmd(), a.imagesCmd())
 	return root
 }
 
@@ -246,6 +251,13 @@ func (a *app) prepare() error {
 		if a.unenforcedLimits, err = strconv.ParseBool(v); err != nil {
 			return usagef("%s=%q: want 1 or 0", envUnenforcedLimits, v)
 		}
+	}
+	warm, from := a.warmFlag, "--warm"
+	if warm == "" {
+		warm, from = a.getenv(provision.WarmEnv), provision.WarmEnv
+	}
+	if a.warm, err = provision.ParseWarm(warm); err != nil {
+		return usagef("%s %q: want auto or off", from, warm)
 	}
 	a.imageMap, err = parseImages(a.registry, a.images)
 	if err != nil {
@@ -313,6 +325,7 @@ func (a *app) provisionOptions() provision.Options {
 		Registry:    a.registry,
 		MemoryBytes: a.memoryBytes,
 		Readiness:   a.readiness,
+		Warm:        a.warm,
 		CPUs:        a.cpus,
 		Images:      a.imageMap,
 		Getenv:      a.getenv,

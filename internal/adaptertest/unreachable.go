@@ -1,9 +1,12 @@
 package adaptertest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -46,6 +49,18 @@ var unreachableVerbs = []struct {
 		return err
 	}},
 	{"PullImage", func(ctx context.Context, r runtime.ContainerRuntime) error { return r.PullImage(ctx, "busybox", nil) }},
+	{"ImageID", func(ctx context.Context, r runtime.ContainerRuntime) error {
+		_, err := r.ImageID(ctx, "busybox")
+		return err
+	}},
+	{"SaveImage", func(ctx context.Context, r runtime.ContainerRuntime) error {
+		return r.SaveImage(ctx, "busybox", io.Discard)
+	}},
+	{"LoadImage", func(ctx context.Context, r runtime.ContainerRuntime) error {
+		_, err := r.LoadImage(ctx, bytes.NewReader(tinyArchive()))
+		return err
+	}},
+	{"RemoveImage", func(ctx context.Context, r runtime.ContainerRuntime) error { return r.RemoveImage(ctx, "busybox") }},
 	{"Run", func(ctx context.Context, r runtime.ContainerRuntime) error {
 		_, err := r.Run(ctx, runtime.RunSpec{Name: "c1", Image: "busybox"})
 		return err
@@ -128,3 +143,23 @@ func NotFound(t *testing.T, network string) string { return testkit.NotFound(t, 
 // Hung is testkit.Hung: a listener that accepts and never answers, on
 // network "tcp" or "unix", as a URL.
 func Hung(t *testing.T, network string) string { return testkit.Hung(t, network) }
+
+// tinyArchive is a well-formed docker-archive of one empty image, so that
+// LoadImage gets as far as the backend.
+func tinyArchive() []byte {
+	var layer bytes.Buffer
+	_ = tar.NewWriter(&layer).Close()
+	files := [][2]string{
+		{"config.json", `{"rootfs":{"type":"layers","diff_ids":[]}}`},
+		{"layer.tar", layer.String()},
+		{runtime.ArchiveManifestName, `[{"Config":"config.json","RepoTags":["localhost/sandboxer-unreachable:1"],"Layers":["layer.tar"]}]`},
+	}
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for _, f := range files {
+		_ = tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg})
+		_, _ = tw.Write([]byte(f[1]))
+	}
+	_ = tw.Close()
+	return out.Bytes()
+}

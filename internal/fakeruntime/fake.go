@@ -33,6 +33,10 @@ const (
 	VerbVersion       = "version"
 	VerbImageExists   = "image-exists"
 	VerbPull          = "pull"
+	VerbImageID       = "image-id"
+	VerbSaveImage     = "save-image"
+	VerbLoadImage     = "load-image"
+	VerbRemoveImage   = "remove-image"
 	VerbRun           = "run"
 	VerbCreate        = "create"
 	VerbInspect       = "inspect"
@@ -90,6 +94,7 @@ type Runtime struct {
 	now         func() time.Time
 	images      map[string][]string // present: ref -> VOLUME paths
 	remote      map[string][]string // pullable: ref -> VOLUME paths
+	archives    map[string][]byte   // ref -> its docker-archive, once made
 	containers  map[string]*container
 	networks    map[string]runtime.Network
 	volumes     map[string]string // anonymous volume name -> container ID
@@ -116,6 +121,7 @@ func New() *Runtime {
 		now:         time.Now,
 		images:      map[string][]string{},
 		remote:      map[string][]string{},
+		archives:    map[string][]byte{},
 		containers:  map[string]*container{},
 		networks:    map[string]runtime.Network{DefaultNetwork: {ID: randomID(), Name: DefaultNetwork}},
 		volumes:     map[string]string{},
@@ -134,6 +140,7 @@ func (f *Runtime) AddImage(ref string, volumes ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.images[ref] = volumes
+	delete(f.archives, ref) // other content under the same ref
 }
 
 // AddRemoteImage makes ref pullable (absent until pulled).

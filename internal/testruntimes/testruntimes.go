@@ -19,6 +19,7 @@ package testruntimes
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -70,6 +71,9 @@ type Runtime struct {
 	// (only Docker sets it: the conformance suite proves that Remove
 	// deletes anonymous volumes on every backend).
 	DanglingVolumes func(ctx context.Context) ([]string, error)
+	// Images lists the image refs ("repo:tag") as the runtime's own CLI
+	// shows them: docker image ls, podman images, ctr images ls.
+	Images func(ctx context.Context) ([]string, error)
 }
 
 // Option adjusts how a runtime is connected.
@@ -128,7 +132,7 @@ func Connect(t testing.TB, name string, opts ...Option) Runtime {
 		testenv.Unavailable(t, name, "%v", err)
 	}
 	t.Cleanup(func() { sel.Runtime.Close() })
-	r := Runtime{Name: name, RT: sel.Runtime, CLIFlags: flags, Detect: dopts}
+	r := Runtime{Name: name, RT: sel.Runtime, CLIFlags: flags, Detect: dopts, Images: cliImages(name, sel.Runtime)}
 	r.Detect.Logger = nil
 	if name == docker.Name {
 		r.Docker, r.DanglingVolumes = dockerClient(t, sel.Chosen.Endpoint)
@@ -153,5 +157,23 @@ func dockerClient(t testing.TB, host string) (*client.Client, func(context.Conte
 			names = append(names, v.Name)
 		}
 		return names, nil
+	}
+}
+
+// cliImages lists rt's images with the runtime's own CLI.
+func cliImages(name string, rt runtime.ContainerRuntime) func(ctx context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		switch name {
+		case docker.Name:
+			return testkit.CLILines(ctx, "docker", "-H", rt.Endpoint(), "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
+		case "podman":
+			return testkit.CLILines(ctx, "podman", "--url", rt.Endpoint(), "images", "--format", "{{.Repository}}:{{.Tag}}")
+		default:
+			ns, _ := rt.(interface{ Namespace() string })
+			if ns == nil {
+				return nil, fmt.Errorf("%s: no CLI to list images with", name)
+			}
+			return testkit.CLILines(ctx, "ctr", "-a", rt.Endpoint(), "-n", ns.Namespace(), "images", "ls", "-q")
+		}
 	}
 }

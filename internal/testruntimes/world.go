@@ -140,12 +140,20 @@ func (w *World) Network(ctx context.Context) string {
 	return name
 }
 
-// Warm makes sure the stand-in images are present, so that what a test
-// measures or provokes is not mistaken for a first pull.
+// Warm makes sure the stand-in images are present, and the warm-start
+// template of each engine that has one (provision.Options.Warm), so that
+// what a test measures or provokes is not mistaken for a first pull or a
+// first template build.
 func (w *World) Warm() {
 	w.t.Helper()
 	for _, ref := range w.Images {
 		testkit.EnsureImage(w.t, w.RT, ref)
+	}
+	p := w.Provisioner(nil)
+	ctx := testkit.Context(w.t, 5*time.Minute)
+	for _, name := range p.WarmServices() {
+		_, err := p.EnsureTemplate(ctx, name)
+		require.NoError(w.t, err, "the warm template of %s", name)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/roboco/sandboxer/conformance"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -35,7 +36,10 @@ func TestConformance(t *testing.T) {
 		},
 		// containerd has no volumes: the adapter makes anonymous volumes
 		// snapshots of their own, which Remove deletes.
-		Volumes:      probe.Volumes,
+		Volumes: probe.Volumes,
+		Images: func(ctx context.Context) ([]string, error) {
+			return testkit.CLILines(ctx, "ctr", "-a", probe.Endpoint(), "-n", probe.Namespace(), "images", "ls", "-q")
+		},
 		HostDataDirs: []string{root},
 		// The OCI spec containerd stored, not the adapter's record.
 		StoredMounts: func(ctx context.Context, id string) ([]runtime.Mount, error) {

@@ -39,6 +39,8 @@ func fail(op, object string, kind error, format string, args ...any) error {
 // into one), never messages.
 func classify(op string, err error) error {
 	switch {
+	case cerrdefs.IsNotFound(err) && adapterkit.ReadsImage(op):
+		return runtime.ErrImageNotFound
 	case cerrdefs.IsNotFound(err):
 		return runtime.ErrNotFound
 	case cerrdefs.IsAlreadyExists(err):

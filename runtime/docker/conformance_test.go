@@ -11,6 +11,7 @@ import (
 
 	"github.com/roboco/sandboxer/conformance"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/docker"
 )
@@ -39,6 +40,12 @@ func TestConformance(t *testing.T) {
 		testenv.Unavailable(t, docker.Name, "docker info: %v", err)
 	}
 
+	r0, err := docker.New()
+	if err != nil {
+		testenv.Unavailable(t, docker.Name, "%v", err)
+	}
+	t.Cleanup(func() { _ = r0.Close() })
+
 	conformance.Run(t, conformance.Config{
 		Runtime:  docker.Name,
 		Fixtures: fx,
@@ -65,6 +72,9 @@ func TestConformance(t *testing.T) {
 				names = append(names, v.Name)
 			}
 			return names, nil
+		},
+		Images: func(ctx context.Context) ([]string, error) {
+			return testkit.CLILines(ctx, "docker", "-H", r0.Endpoint(), "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
 		},
 		HostDataDirs: []string{info.DockerRootDir},
 		// Docker's own inspect, not the adapter's.

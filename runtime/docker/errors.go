@@ -50,7 +50,7 @@ func unreachable(err error) bool {
 func classify(op string, err error) error {
 	switch {
 	case cerrdefs.IsNotFound(err):
-		if adapterkit.CreatesContainer(op) && isMissingImage(err) {
+		if adapterkit.CreatesContainer(op) && isMissingImage(err) || adapterkit.ReadsImage(op) {
 			return runtime.ErrImageNotFound
 		}
 		return runtime.ErrNotFound

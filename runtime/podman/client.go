@@ -102,6 +102,47 @@ func (c *client) pullImage(ctx context.Context, ref string, insecure bool) (io.R
 	return resp.Body, nil
 }
 
+// imageInspect is GET /images/{ref}/json.
+func (c *client) imageInspect(ctx context.Context, ref string) (imageInspect, error) {
+	var out imageInspect
+	err := c.call(ctx, request{method: http.MethodGet, path: "/images/%s/json", pathValues: []string{ref}}, &out)
+	return out, err
+}
+
+// saveImage is GET /images/{ref}/get as an uncompressed docker-archive;
+// the caller closes the returned stream.
+func (c *client) saveImage(ctx context.Context, ref string) (io.ReadCloser, error) {
+	q := url.Values{"format": {"docker-archive"}, "compress": {"false"}}
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/images/%s/get", pathValues: []string{ref}, query: q})
+	if err != nil {
+		return nil, err
+	}
+	if !resp.IsSuccess() {
+		defer resp.Body.Close()
+		return nil, resp.Process(nil)
+	}
+	return resp.Body, nil
+}
+
+// loadImage is POST /images/load of the archive in body.
+func (c *client) loadImage(ctx context.Context, body io.Reader) (loadReport, error) {
+	var out loadReport
+	err := c.call(ctx, request{method: http.MethodPost, path: "/images/load", raw: body}, &out)
+	return out, err
+}
+
+// removeImage is DELETE /images/{ref}, not forced: forced, libpod also
+// removes the containers that use the image.
+func (c *client) removeImage(ctx context.Context, ref string) error {
+	return c.call(ctx, request{method: http.MethodDelete, path: "/images/%s", pathValues: []string{ref}}, nil)
+}
+
+// untagImage is POST /images/{ref}/untag of the one tag repo:tag.
+func (c *client) untagImage(ctx context.Context, ref, repo, tag string) error {
+	q := url.Values{"repo": {repo}, "tag": {tag}}
+	return c.call(ctx, request{method: http.MethodPost, path: "/images/%s/untag", pathValues: []string{ref}, query: q}, nil)
+}
+
 // createContainer is POST /containers/create.
 func (c *client) createContainer(ctx context.Context, sg *specGenerator) (createResponse, error) {
 	var out createResponse
@@ -238,6 +279,8 @@ type request struct {
 	body any
 	// headers are extra request headers.
 	headers http.Header
+	// raw, when non-nil (and body nil), is sent as it is, as a tar.
+	raw io.Reader
 }
 
 // do sends req at the service's API version and returns the raw response,
@@ -255,6 +298,9 @@ func (c *client) do(ctx context.Context, req request) (*bindings.APIResponse, er
 		}
 		body = bytes.NewReader(b)
 		headers.Set("Content-Type", "application/json")
+	} else if req.raw != nil {
+		body = req.raw
+		headers.Set("Content-Type", "application/x-tar")
 	}
 	// The bindings would otherwise address the API at their own (newer)
 	// version; the service's own is what it is sure to serve.

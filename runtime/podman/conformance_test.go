@@ -83,6 +83,9 @@ func runConformance(t *testing.T, row string, fx conformance.Fixtures, opts []Op
 			}
 			return names, nil
 		},
+		Images: func(ctx context.Context) ([]string, error) {
+			return testkit.CLILines(ctx, "podman", "--url", probe.Endpoint(), "images", "--format", "{{.Repository}}:{{.Tag}}")
+		},
 		HostDataDirs: []string{root},
 		// Podman's own CLI, not the adapter.
 		StoredMounts: func(ctx context.Context, id string) ([]runtime.Mount, error) {

@@ -76,6 +76,8 @@ func classify(op string, err error) error {
 		return runtime.ErrAlreadyExists
 	case adapterkit.CreatesContainer(op) && hasCause(cause, causeNoSuchImage):
 		return runtime.ErrImageNotFound
+	case adapterkit.ReadsImage(op) && (code == http.StatusNotFound || hasCause(cause, causeNoSuchImage)):
+		return runtime.ErrImageNotFound
 	case code == http.StatusNotFound,
 		hasCause(cause, causeNoSuchContainer, causeNoSuchExec, causeNoSuchNetwork):
 		return runtime.ErrNotFound

@@ -223,6 +223,17 @@ type networkCreate struct {
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
+// imageInspect is what this adapter reads of GET /images/{ref}/json.
+type imageInspect struct {
+	// ID is the config digest's hex, without "sha256:".
+	ID string `json:"Id"`
+}
+
+// loadReport is the answer of POST /images/load.
+type loadReport struct {
+	Names []string `json:"Names"`
+}
+
 // pullReport is one JSON object of the stream of POST /images/pull.
 type pullReport struct {
 	Stream string   `json:"stream,omitempty"`

@@ -1,0 +1,177 @@
+package provision_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// warmOptions are the world's options with warm start on.
+func (w *world) warmOptions() provision.Options {
+	o := w.options()
+	o.Warm = provision.WarmAuto
+	return o
+}
+
+// templates are the template images present on the fake.
+func (w *world) templates() []string {
+	var out []string
+	for _, ref := range w.fake.Images() {
+		if strings.HasPrefix(ref, provision.TemplateRepo) {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// countRuns counts the Runs whose name contains part.
+func (w *world) countRuns(part string) *atomic.Int32 {
+	var n atomic.Int32
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbRun && strings.Contains(c.Run.Name, part) {
+			n.Add(1)
+		}
+		return nil
+	})
+	return &n
+}
+
+func TestWarmTemplateBuiltOnceUnderConcurrentProvisions(t *testing.T) {
+	w := newWorld(t)
+	builds := w.countRuns("-warm-")
+	p := w.provisioner(w.warmOptions())
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = p.Provision(t.Context(), []string{"a1", "a2", "a3"}[i], []string{"postgres"})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "provision %d", i)
+	}
+	assert.Equal(t, int32(1), builds.Load(), "one template container for three provisions")
+	assert.Len(t, w.events(provision.EventTemplateBuilt), 1, "one template built")
+	tmpls := w.templates()
+	require.Len(t, tmpls, 1)
+	for _, ev := range w.events(provision.EventReady) {
+		assert.Equal(t, tmpls[0], ev.Template, "%s started warm", ev.Container)
+	}
+	for _, c := range w.fake.Containers() {
+		assert.NotContains(t, c.Name, "-warm-", "the template container is gone")
+	}
+	warm := w.named("roboco-sandbox-pg-a1")
+	assert.Equal(t, tmpls[0], warm.Image, "a warm sandbox runs its template")
+}
+
+func TestWarmRedisStaysCold(t *testing.T) {
+	w := newWorld(t)
+	p := w.provisioner(w.warmOptions())
+	_, err := p.Provision(t.Context(), "r1", []string{"redis"})
+	require.NoError(t, err)
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbImageID), "redis has no warm start: nothing is looked up")
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbLoadImage))
+	ready := w.events(provision.EventReady)
+	require.Len(t, ready, 1)
+	assert.Empty(t, ready[0].Template)
+}
+
+func TestWarmOffNeverLooks(t *testing.T) {
+	w := newWorld(t)
+	_, err := w.provisioner(w.options()).Provision(t.Context(), "o1", []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	for _, verb := range []string{fakeruntime.VerbImageID, fakeruntime.VerbSaveImage, fakeruntime.VerbLoadImage, fakeruntime.VerbRemoveImage} {
+		assert.Zero(t, w.fake.Calls(verb), verb)
+	}
+	assert.Empty(t, w.events(provision.EventWarmFallback))
+}
+
+func TestWarmFailingBuildFallsBackAndLeavesNothing(t *testing.T) {
+	w := newWorld(t)
+	// The clean stop of the template's server fails.
+	w.fake.Script("sh", fakeruntime.Result{ExitCode: 1, Stderr: "pg_ctl: could not stop"})
+	builds := w.countRuns("-warm-")
+	p := w.provisioner(w.warmOptions())
+	sb, err := p.Provision(t.Context(), "f1", []string{"postgres"})
+	require.NoError(t, err, "a failed build falls back to a cold start")
+	fb := w.events(provision.EventWarmFallback)
+	require.Len(t, fb, 1)
+	assert.ErrorContains(t, fb[0].Err, "stop the server")
+	assert.Empty(t, w.templates(), "no template")
+	names := make([]string, 0)
+	for _, c := range w.fake.Containers() {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"roboco-sandbox-pg-f1"}, names, "the cold sandbox alone")
+	assert.Equal(t, "postgres:16-alpine", w.named(sb.Containers[0].Name).Image, "started cold")
+
+	_, err = p.Provision(t.Context(), "f2", []string{"postgres"})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), builds.Load(), "a failed build is not tried again by the next provision")
+	fb = w.events(provision.EventWarmFallback)
+	require.Len(t, fb, 2)
+	assert.ErrorContains(t, fb[1].Err, "tried again after")
+}
+
+func TestWarmStartFailureBlamesTheTemplate(t *testing.T) {
+	w := newWorld(t)
+	p := w.provisioner(w.warmOptions())
+	_, err := p.EnsureTemplate(t.Context(), "postgres")
+	require.NoError(t, err)
+	tmpl := w.templates()
+	require.Len(t, tmpl, 1)
+
+	// A sandbox of the template exits 1 on its own; a cold one is ready.
+	w.fake.SetExec(func(_ context.Context, c runtime.Container, spec runtime.ExecSpec) (runtime.ExecResult, error) {
+		if c.Image == tmpl[0] {
+			w.fake.SetState(c.ID, runtime.StateExited, 1)
+			return runtime.ExecResult{}, errors.New("container is exited")
+		}
+		if spec.Cmd[0] == "psql" {
+			return runtime.ExecResult{Stdout: []byte("1\n")}, nil
+		}
+		return runtime.ExecResult{}, nil
+	})
+	sb, err := p.Provision(t.Context(), "b1", []string{"postgres"})
+	require.NoError(t, err, "the failed warm start falls back to cold")
+	assert.Len(t, w.events(provision.EventWarmFallback), 1)
+	removed := w.events(provision.EventTemplateRemoved)
+	require.Len(t, removed, 1)
+	assert.Equal(t, tmpl[0], removed[0].Template)
+	assert.Empty(t, w.templates(), "the blamed template is removed")
+	assert.Len(t, w.owned(p.OwnerName("b1")), 1, "exactly one container: the failed one was destroyed first")
+	assert.Equal(t, "postgres:16-alpine", w.named(sb.Containers[0].Name).Image)
+}
+
+func TestWarmUnavailableFailsAsBefore(t *testing.T) {
+	w := newWorld(t)
+	w.fake.Fail(fakeruntime.VerbImageID, "", runtime.ErrUnavailable)
+	w.fake.Fail(fakeruntime.VerbRun, "", runtime.ErrUnavailable)
+	_, err := w.provisioner(w.warmOptions()).Provision(t.Context(), "u1", []string{"postgres"})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, runtime.ErrUnavailable)
+}
+
+func TestParseWarm(t *testing.T) {
+	for in, want := range map[string]provision.Warm{"": provision.WarmAuto, "auto": provision.WarmAuto, "OFF": provision.WarmOff} {
+		got, err := provision.ParseWarm(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	_, err := provision.ParseWarm("on")
+	assert.ErrorIs(t, err, provision.ErrInvalid)
+	assert.ErrorIs(t, provision.Options{Warm: "sometimes"}.Validate(), provision.ErrInvalid)
+}
