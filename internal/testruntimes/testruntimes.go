@@ -163,10 +163,10 @@ func dockerClient(t testing.TB, host string) (*client.Client, func(context.Conte
 // cliImages lists rt's images with the runtime's own CLI.
 func cliImages(name string, rt runtime.ContainerRuntime) func(ctx context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
-		switch name {
+		switch rt.Name() { // the adapter: both podman rows use podman
 		case docker.Name:
 			return testkit.CLILines(ctx, "docker", "-H", rt.Endpoint(), "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
-		case "podman":
+		case podman.Name:
 			return testkit.CLILines(ctx, "podman", "--url", rt.Endpoint(), "images", "--format", "{{.Repository}}:{{.Tag}}")
 		default:
 			ns, _ := rt.(interface{ Namespace() string })
