@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/docker"
 	"github.com/roboco/sandboxer/runtime/podman"
@@ -24,25 +25,32 @@ import (
 // would look; it returns stdout, and fails the test on an error.
 func (r Runtime) Own(t testing.TB, ctx context.Context, args ...string) []byte {
 	t.Helper()
-	var argv []string
-	switch r.RT.Name() {
-	case docker.Name:
-		argv = []string{"docker", "--host", r.RT.Endpoint()}
-	case podman.Name:
-		argv = []string{"podman", "--url", r.RT.Endpoint()}
-	case containerd.Name:
-		ns, _ := r.RT.(interface{ Namespace() string })
-		require.NotNil(t, ns, "the containerd adapter names its namespace")
-		argv = []string{"ctr", "--address", strings.TrimPrefix(r.RT.Endpoint(), "unix://"), "--namespace", ns.Namespace()}
-	default:
-		require.FailNow(t, "no CLI known for runtime "+r.RT.Name())
-	}
+	argv, err := ownArgv(r.RT)
+	require.NoError(t, err)
 	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "%s: %s", strings.Join(cmd.Args, " "), stderr.String())
 	return out
+}
+
+// ownArgv is the runtime's own CLI aimed at rt's endpoint, chosen by the
+// adapter (both podman rows use podman).
+func ownArgv(rt runtime.ContainerRuntime) ([]string, error) {
+	switch rt.Name() {
+	case docker.Name:
+		return []string{"docker", "--host", rt.Endpoint()}, nil
+	case podman.Name:
+		return []string{"podman", "--url", rt.Endpoint()}, nil
+	case containerd.Name:
+		ns, ok := rt.(interface{ Namespace() string })
+		if !ok {
+			return nil, fmt.Errorf("the %s adapter does not name its namespace", rt.Name())
+		}
+		return []string{"ctr", "--address", strings.TrimPrefix(rt.Endpoint(), "unix://"), "--namespace", ns.Namespace()}, nil
+	}
+	return nil, fmt.Errorf("no CLI known for runtime %q", rt.Name())
 }
 
 // OwnState is a container's state as the runtime's own tools tell it.

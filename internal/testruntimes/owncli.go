@@ -2,52 +2,24 @@ package testruntimes
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/runtime/containerd"
-	"github.com/roboco/sandboxer/runtime/docker"
-	"github.com/roboco/sandboxer/runtime/podman"
 )
 
 // ownCLITimeout bounds one command of a runtime's own CLI.
 const ownCLITimeout = 2 * time.Minute
 
-// OwnCLI runs the runtime's own command-line tool against the endpoint r
-// is connected to, as a user would, and returns its stdout: docker with
-// --host, podman with --url (the remote client of the service), ctr with
-// --address and --namespace. It is how tests make and look at containers
-// from outside the adapter. A command that fails fails the test.
+// OwnCLI is Own with a deadline of its own (ownCLITimeout), returning
+// stdout as a string: how tests make and look at containers from outside
+// the adapter, as a user would.
 func (r Runtime) OwnCLI(t testing.TB, args ...string) string {
 	t.Helper()
-	var argv []string
-	switch r.RT.Name() { // the adapter: both podman rows use podman
-	case docker.Name:
-		argv = append([]string{"docker", "--host", r.RT.Endpoint()}, args...)
-	case podman.Name:
-		argv = append([]string{"podman", "--url", r.RT.Endpoint()}, args...)
-	case containerd.Name:
-		ns := testenv.Getenv(containerd.EnvNamespace)
-		if ns == "" {
-			ns = containerd.DefaultNamespace
-		}
-		argv = append([]string{"ctr", "--address", strings.TrimPrefix(r.RT.Endpoint(), "unix://"), "--namespace", ns}, args...)
-	default:
-		t.Fatalf("no CLI known for runtime %q", r.Name)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), ownCLITimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "%s: %s", strings.Join(argv, " "), stderr.String())
-	return string(out)
+	return string(r.Own(t, ctx, args...))
 }
 
 // LabelledNames lists, with the runtime's own CLI, the names of the

@@ -33,6 +33,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/detect"
 	"github.com/roboco/sandboxer/runtime/docker"
 	"github.com/roboco/sandboxer/runtime/podman"
@@ -163,17 +164,13 @@ func dockerClient(t testing.TB, host string) (*client.Client, func(context.Conte
 // cliImages lists rt's images with the runtime's own CLI.
 func cliImages(name string, rt runtime.ContainerRuntime) func(ctx context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
-		switch rt.Name() { // the adapter: both podman rows use podman
-		case docker.Name:
-			return testkit.CLILines(ctx, "docker", "-H", rt.Endpoint(), "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
-		case podman.Name:
-			return testkit.CLILines(ctx, "podman", "--url", rt.Endpoint(), "images", "--format", "{{.Repository}}:{{.Tag}}")
-		default:
-			ns, _ := rt.(interface{ Namespace() string })
-			if ns == nil {
-				return nil, fmt.Errorf("%s: no CLI to list images with", name)
-			}
-			return testkit.CLILines(ctx, "ctr", "-a", rt.Endpoint(), "-n", ns.Namespace(), "images", "ls", "-q")
+		argv, err := ownArgv(rt)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if rt.Name() == containerd.Name {
+			return testkit.CLILines(ctx, append(argv, "images", "ls", "-q")...)
+		}
+		return testkit.CLILines(ctx, append(argv, "images", "--format", "{{.Repository}}:{{.Tag}}")...)
 	}
 }
