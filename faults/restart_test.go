@@ -67,6 +67,10 @@ func TestDaemonRestartDuringProvision(t *testing.T) {
 				Images:      images,
 				Getenv:      func(string) string { return "" },
 				Readiness:   tt.readiness,
+				// Cold: a warm sandbox the restart kills is retried cold once
+				// the daemon is back (warm start's fallback, tested in
+				// integration), which is not what this test is about.
+				Warm: provision.WarmOff,
 				OnEvent: func(ev provision.Event) {
 					if ev.Kind == provision.EventStarted && ev.Service == "postgres" {
 						once.Do(func() { close(started) })

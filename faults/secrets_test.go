@@ -185,7 +185,8 @@ func TestCLINoPasswordAtDebugLevel(t *testing.T) {
 		assertNoSecret(t, "run's stdout", runRes.stdout, pws)
 		assertNoSecret(t, "run's stderr", runRes.stderr, pws)
 
-		failing := run("up", "--owner", "cli3", "--services", "postgres", "--ready-timeout", "200ms")
+		// Cold (--warm off): a warm postgres may be ready within 200 ms.
+		failing := run("--warm", "off", "up", "--owner", "cli3", "--services", "postgres", "--ready-timeout", "200ms")
 		assert.Equal(t, 4, failing.code, "provisioning failed: stderr: %s", failing.stderr)
 		assertNoSecret(t, "a failed up's stdout", failing.stdout, pws)
 		assertNoSecret(t, "a failed up's stderr", failing.stderr, pws)

@@ -177,6 +177,14 @@ func (c *cli) runWith(env []string, args ...string) result {
 	return r
 }
 
+// enforcing is c without the limits opt-out (--unenforced-limits) that
+// the rootless row's flags carry.
+func (c *cli) enforcing() *cli {
+	d := *c
+	d.flags = slices.DeleteFunc(slices.Clone(c.flags), func(f string) bool { return f == "--unenforced-limits" })
+	return &d
+}
+
 // sbx runs sandboxer with the test's global flags.
 func (c *cli) sbx(args ...string) result {
 	c.t.Helper()
@@ -1053,7 +1061,9 @@ func TestLsSaysASandboxWasOOMKilled(t *testing.T) {
 			info, err := c.rt.Version(ctx)
 			require.NoError(t, err)
 			owner := "oom" + testkit.RandomHex(2)
-			up := c.sbx("up", "--owner", owner, "--services", "redis", "--memory", "32m")
+			// Without the rootless row's opt-out: a limit the runtime cannot
+			// enforce is refused, never dropped.
+			up := c.enforcing().sbx("up", "--owner", owner, "--services", "redis", "--memory", "32m")
 			if up.code != 0 {
 				require.Equal(t, 4, up.code, "up: %s", up.stderr)
 				assert.True(t, info.Rootless, "only a rootless runtime may refuse a memory limit: %s", up.stderr)
