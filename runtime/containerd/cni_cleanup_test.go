@@ -186,6 +186,58 @@ func TestFailedNetworkJoinLeavesNothing(t *testing.T) {
 	}
 }
 
+// chainRaceMsg is what the firewall plugin says when a concurrent ADD
+// created its chain first (seen under make ci: 20 owners at once).
+const chainRaceMsg = "running [/usr/sbin/iptables -t filter -N CNI-FORWARD --wait]: exit status 4: iptables v1.8.9 (nf_tables):  CHAIN_USER_ADD failed (File exists): chain CNI-FORWARD"
+
+// TestNetworkJoinRetriesALostChainRace: an ADD whose firewall plugin lost
+// the race to create its iptables chain is undone and tried again, so the
+// run succeeds and, once removed, leaves the host as it was; a plugin that
+// keeps losing fails the run after maxAddAttempts, with nothing left.
+func TestNetworkJoinRetriesALostChainRace(t *testing.T) {
+	busybox := testenv.Image(t, Name, "busybox")
+	for _, tc := range []struct {
+		name   string
+		losses int // ADDs that lose the race before the real plugin runs
+		wantOK bool
+	}{
+		{name: "once", losses: 1, wantOK: true},
+		{name: "every time", losses: maxAddAttempts, wantOK: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := t.TempDir()
+			script := fmt.Sprintf(`if [ "$CNI_COMMAND" = ADD ] && [ "$(ls %[1]s | wc -l)" -lt %[2]d ]; then mktemp -p %[1]s >/dev/null; echo '{"cniVersion":"1.0.0","code":999,"msg":"%[3]s"}'; exit 1; fi`, state, tc.losses, chainRaceMsg)
+			r := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", script)))
+			def := testNetwork(t, r)
+			name := "sbx-test-" + randHex(4)
+			before := footprintOf(t, r, def, name)
+			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+
+			ctx := testContext(t)
+			c, err := r.Run(ctx, runtime.RunSpec{
+				Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: def.Name,
+				Ports:  []runtime.PortSpec{{ContainerPort: 8080}},
+				Labels: map[string]string{testLabel: "1"},
+			})
+			lost, rerr := os.ReadDir(state)
+			require.NoError(t, rerr)
+			assert.Len(t, lost, tc.losses, "ADDs that lost the race")
+			if tc.wantOK {
+				require.NoError(t, err, "the ADD tried again succeeds")
+				assert.NotEmpty(t, c.Networks[def.Name], "an address on the network")
+				require.NoError(t, r.Remove(ctx, name))
+			} else {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "File exists", "the plugin's last error")
+			}
+			_, ierr := r.Inspect(ctx, name)
+			assert.ErrorIs(t, ierr, runtime.ErrNotFound, "no container left")
+			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+		})
+	}
+}
+
 // crashChildEnv tells the test binary, run again as a child, to run one
 // container and SIGKILL itself once the container joined its network and
 // before that is recorded: "<name> <network>".

@@ -449,13 +449,26 @@ func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networ
 		return nil, fmt.Errorf("join network %s: write the network lease: %w", def.Name, err)
 	}
 	netns := netnsPath(pid)
-	// Not under ctx: see cniTimeout. Whether the caller gave up meanwhile
-	// is checked once the plugins are done.
-	addCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cniTimeout)
-	res, err := c.Setup(addCtx, id, netns, cni.WithCapabilityPortMap(portMappings(published)))
-	cancel()
-	if err == nil {
-		err = ctx.Err()
+	var res *cni.Result
+	for attempt := 1; ; attempt++ {
+		// Not under ctx: see cniTimeout. Whether the caller gave up
+		// meanwhile is checked once the plugins are done.
+		addCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cniTimeout)
+		res, err = c.Setup(addCtx, id, netns, cni.WithCapabilityPortMap(portMappings(published)))
+		cancel()
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err == nil || ctx.Err() != nil || attempt == maxAddAttempts || !lostChainRace(err) {
+			break
+		}
+		// Undone first, so that the next ADD starts from nothing (the
+		// bridge plugin's address and veth, portmap's rules).
+		r.log.Debug("containerd: CNI ADD lost an iptables chain race, trying again", "container", id, "network", def.Name, "attempt", attempt, "error", err)
+		r.undoAttach(ctx, id, netns, &lease)
+		if werr := r.writeLease(lease); werr != nil {
+			return nil, fmt.Errorf("join network %s: write the network lease: %w", def.Name, werr)
+		}
 	}
 	a := &attachment{conflist: conflist, published: published}
 	if err == nil {
@@ -476,6 +489,23 @@ func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networ
 		return nil, fmt.Errorf("join network %s: %w", def.Name, err)
 	}
 	return a, nil
+}
+
+// maxAddAttempts bounds the CNI ADDs of one attach (see lostChainRace).
+const maxAddAttempts = 3
+
+// lostChainRace reports whether a CNI ADD failed because a plugin lost a
+// race with a concurrent ADD to create an iptables chain: the firewall
+// and portmap plugins (v1.1) create their chains (CNI-FORWARD,
+// CNI-HOSTPORT-DNAT ...) with `iptables -N`, which fails with "File
+// exists" (nf_tables: "CHAIN_USER_ADD failed (File exists)"; legacy:
+// "Chain already exists") for all but one of the ADDs that find the chain
+// missing at once. The chain exists afterwards, so the same ADD succeeds
+// when tried again. Plugins report errors as text only.
+func lostChainRace(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "iptables") &&
+		(strings.Contains(msg, "File exists") || strings.Contains(msg, "Chain already exists"))
 }
 
 // undoAttach deletes a container from the network of its lease after a
