@@ -25,7 +25,9 @@ func TestPublishedBeyondLoopbackFailsAndRollsBack(t *testing.T) {
 		e := newEnv(t, b)
 		ctx := testkit.Context(t, 3*time.Minute)
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT, PublishOn: "0.0.0.0"}
-		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" }})
+		// Cold: with warm start, whether the template exists yet (another
+		// test may have built it) would change what is run.
+		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" }, Warm: provision.WarmOff})
 		require.NoError(t, err)
 		id := e.Owner("exposed")
 

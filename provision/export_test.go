@@ -16,3 +16,6 @@ func SetReachable(t testing.TB, f func(context.Context, engines.Endpoint) (bool,
 	reachable = f
 	t.Cleanup(func() { reachable = old })
 }
+
+// CanFallBack is canFallBack: whether a failed warm start may go cold.
+var CanFallBack = canFallBack

@@ -437,9 +437,11 @@ func (p *Provisioner) warmSpec(ctx context.Context, c *call, s *service, w engin
 
 // canFallBack reports whether a warm start that failed with err may be
 // tried again cold: not when the caller gave up, the runtime is not
-// there, or the name is taken.
+// there, the name is taken, or the runtime published the port beyond
+// loopback (its doing, not the template's: a cold start would be
+// published the same way).
 func canFallBack(ctx context.Context, err error) bool {
-	return ctx.Err() == nil && !errors.Is(err, runtime.ErrUnavailable) && !errors.Is(err, ErrConflict)
+	return ctx.Err() == nil && !errors.Is(err, runtime.ErrUnavailable) && !errors.Is(err, ErrConflict) && !errors.Is(err, runtime.ErrExposed)
 }
 
 // abandonWarm destroys the warm sandbox that failed with cause, and

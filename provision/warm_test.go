@@ -3,6 +3,7 @@ package provision_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,4 +175,31 @@ func TestParseWarm(t *testing.T) {
 	_, err := provision.ParseWarm("on")
 	assert.ErrorIs(t, err, provision.ErrInvalid)
 	assert.ErrorIs(t, provision.Options{Warm: "sometimes"}.Validate(), provision.ErrInvalid)
+}
+
+// TestWhichWarmFailuresFallBackCold: a warm start is retried cold unless
+// the failure is not the template's to blame: the caller gave up, the
+// runtime is not there, the name is taken, or the runtime published the
+// port beyond loopback (a cold start would be published the same way).
+func TestWhichWarmFailuresFallBackCold(t *testing.T) {
+	live := context.Background()
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{name: "the warm sandbox exited", ctx: live, err: errors.New("sandbox is exited (exit code 1)"), want: true},
+		{name: "the caller gave up", ctx: gone, err: context.Canceled},
+		{name: "runtime unavailable", ctx: live, err: fmt.Errorf("run: %w", runtime.ErrUnavailable)},
+		{name: "name taken", ctx: live, err: fmt.Errorf("run: %w", provision.ErrConflict)},
+		{name: "published beyond loopback", ctx: live, err: fmt.Errorf("publish: %w", runtime.ErrExposed)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, provision.CanFallBack(tt.ctx, tt.err))
+		})
+	}
 }
