@@ -36,20 +36,7 @@ func TestUnenforcedLimitsOptOut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []bool
-			var out, errb bytes.Buffer
-			a := &app{
-				io:       Stdio{In: strings.NewReader(""), Out: &out, Err: &errb},
-				getenv:   hermetic(tt.env),
-				registry: engines.Default,
-				detectHook: func(o *detect.Options) {
-					got = append(got, o.UnenforcedLimits)
-					o.SocketExists = func(string) bool { return false }
-					o.Connect = func(detect.Candidate, *slog.Logger) (runtime.ContainerRuntime, error) {
-						return nil, errors.New("no runtime in this test")
-					}
-				},
-			}
-			code := a.main(context.Background(), append(tt.args, "up", "--owner", "1", "-s", "redis"))
+			code, errb := upWithoutRuntime(tt.env, tt.args, func(o detect.Options) { got = append(got, o.UnenforcedLimits) })
 			assert.Equal(t, ExitUnavailable, code, errb.String())
 			assert.NotEmpty(t, got, "detection ran")
 			for _, g := range got {
@@ -82,20 +69,7 @@ func TestPingTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []time.Duration
-			var out, errb bytes.Buffer
-			a := &app{
-				io:       Stdio{In: strings.NewReader(""), Out: &out, Err: &errb},
-				getenv:   hermetic(tt.env),
-				registry: engines.Default,
-				detectHook: func(o *detect.Options) {
-					got = append(got, o.PingTimeout)
-					o.SocketExists = func(string) bool { return false }
-					o.Connect = func(detect.Candidate, *slog.Logger) (runtime.ContainerRuntime, error) {
-						return nil, errors.New("no runtime in this test")
-					}
-				},
-			}
-			code := a.main(context.Background(), append(tt.args, "up", "--owner", "1", "-s", "redis"))
+			code, errb := upWithoutRuntime(tt.env, tt.args, func(o detect.Options) { got = append(got, o.PingTimeout) })
 			assert.Equal(t, tt.wantCode, code, errb.String())
 			if tt.wantCode == ExitUsage {
 				assert.Empty(t, got, "no runtime was contacted")
@@ -108,4 +82,25 @@ func TestPingTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// upWithoutRuntime runs `sandboxer ARGS up --owner 1 -s redis` in process
+// with env as its whole environment and no runtime to find: seen is given
+// the detection options of every attempt. It returns the exit code and
+// stderr.
+func upWithoutRuntime(env map[string]string, args []string, seen func(detect.Options)) (int, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	a := &app{
+		io:       Stdio{In: strings.NewReader(""), Out: &out, Err: &errb},
+		getenv:   hermetic(env),
+		registry: engines.Default,
+		detectHook: func(o *detect.Options) {
+			seen(*o)
+			o.SocketExists = func(string) bool { return false }
+			o.Connect = func(detect.Candidate, *slog.Logger) (runtime.ContainerRuntime, error) {
+				return nil, errors.New("no runtime in this test")
+			}
+		},
+	}
+	return a.main(context.Background(), append(args, "up", "--owner", "1", "-s", "redis")), &errb
 }
