@@ -12,11 +12,9 @@ import (
 )
 
 // TestReportNamesTheFailedLeafTests runs a real failing test binary's -v
-// output through the real test2json, as make ci does.
+// output through the real test2json, as make ci does (it needs only the
+// go tool, so it runs under -short too).
 func TestReportNamesTheFailedLeafTests(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a test binary")
-	}
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\ngo 1.22\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "x_test.go"), []byte(`package x

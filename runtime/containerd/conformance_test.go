@@ -66,9 +66,7 @@ func TestConformance(t *testing.T) {
 // only) skips it.
 func newTestRuntime(t testing.TB, opts ...Option) *Runtime {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the containerd daemon (-short runs unit tests only)")
-	}
+	testkit.RequireRuntime(t) // -short touches no runtime; otherwise a missing daemon fails below
 	testenv.Load()
 	r, err := New(opts...)
 	if err != nil {

@@ -29,9 +29,7 @@ import (
 // a containerd namespace of its own, so that it removes no one else's
 // containers on the shared daemon.
 func TestSweepContainersReconcilesNetworkLeases(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the containerd daemon (-short runs unit tests only)")
-	}
+	testkit.RequireRuntime(t) // -short touches no runtime; otherwise a missing daemon fails below
 	testenv.Load()
 	ns := "sbx-sweep-test-" + testkit.RandomHex(4)
 	t.Setenv(containerd.EnvNamespace, ns)
