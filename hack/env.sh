@@ -4,7 +4,8 @@
 # up (what `make env` runs; idempotent):
 #   - installs the Debian packages the build needs,
 #   - brings up each runtime of SANDBOXER_RUNTIMES (default: docker, podman,
-#     podman-rootless and containerd, each through hack/env/<runtime>.sh) —
+#     podman-rootless, containerd and kubernetes, each through
+#     hack/env/<runtime>.sh) —
 #     starting daemons only when none answers, and recording what it
 #     started (and, for podman-rootless, what it changed) under build/run/,
 #   - builds (cached under ~/.cache/sandboxer) and serves the stand-in
@@ -23,7 +24,7 @@ runtimes() {
 		return
 	fi
 	local rt
-	for rt in docker podman podman-rootless containerd; do
+	for rt in docker podman podman-rootless containerd kubernetes; do
 		[ -x "hack/env/$rt.sh" ] && echo "$rt"
 	done
 	return 0
