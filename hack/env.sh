@@ -5,9 +5,9 @@
 #   - installs the Debian packages the build needs,
 #   - brings up each runtime of SANDBOXER_RUNTIMES (default: docker, podman,
 #     podman-rootless, containerd and kubernetes, each through
-#     hack/env/<runtime>.sh) —
-#     starting daemons only when none answers, and recording what it
-#     started (and, for podman-rootless, what it changed) under build/run/,
+#     hack/env/<runtime>.sh) — starting daemons only when none answers, and
+#     recording what it started (and, for podman-rootless, what it changed)
+#     under build/run/,
 #   - builds (cached under ~/.cache/sandboxer) and serves the stand-in
 #     images from a registry on 127.0.0.1 (hack/images.sh),
 #   - writes build/images.env: image refs, registry and runtime endpoints,

@@ -4,31 +4,36 @@
 #
 # build: in a throw-away module (never ours), one `go build` of etcd (a small
 #        main around go.etcd.io/etcd/server/v3/embed, hack/env/kubernetes/etcd),
-#        kube-apiserver, kube-controller-manager, kubelet and kubectl from
-#        k8s.io/kubernetes $VERSION, whose ./staging replaces are replaced by
-#        their v0.x releases; cached by version under
+#        kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and
+#        kubectl from k8s.io/kubernetes $VERSION, whose ./staging replaces are
+#        replaced by their v0.x releases; cached by version under
 #        ${SANDBOXER_CACHE:-$HOME/.cache/sandboxer}/kubernetes-$VERSION/bin.
 # up:    build (cached) and containerd's build (hack/env/containerd.sh build:
-#        the v2.4.2 binaries, not ours to duplicate); then, each only when
-#        nothing answers already: a CRI containerd of its own (root
+#        its v2.4.2 binaries, not built twice); then, each only when nothing
+#        answers already: a CRI containerd of its own (root
 #        /var/lib/sandboxer/kubernetes/containerd, socket
-#        /run/sandboxer/kubernetes/containerd.sock, namespace k8s.io), a pause
-#        image made from the busybox stand-in and imported there, etcd
-#        (127.0.0.1:$ETCD_PORT), kube-apiserver (127.0.0.1:$API_PORT, static
-#        admin token, self-signed serving certs), kube-controller-manager
-#        (serviceaccount, serviceaccount-token, garbagecollector, namespace),
-#        and the kubelet (node $NODE at InternalIP 127.0.0.1, CNI bridge
-#        $BRIDGE on $POD_CIDR, no DNS); polls until the node is Ready, creates
-#        the namespace $K8S_NAMESPACE and prints on stdout:
-#          KUBECONFIG=<abs>/build/run/kubernetes/kubeconfig
+#        /run/sandboxer/kubernetes/containerd.sock, namespace k8s.io) whose
+#        pinned pause image is the pause stand-in (hack/images/pause.sh, from
+#        the loopback registry), etcd (127.0.0.1:$ETCD_PORT), kube-apiserver
+#        (127.0.0.1:$API_PORT, static tokens, self-signed serving certs),
+#        kube-controller-manager (serviceaccount, serviceaccount-token,
+#        garbage collector, namespace, root-ca-cert-publisher), kube-scheduler
+#        and the kubelet (node $NODE, InternalIP 127.0.0.1, CNI bridge $BRIDGE
+#        on $POD_CIDR, no DNS); polls until the node is Ready, creates the
+#        namespace $K8S_NAMESPACE and prints on stdout:
+#          KUBECONFIG=/var/lib/sandboxer/kubernetes/kubeconfig
 #          SANDBOXER_K8S_NAMESPACE=sandboxer
 #          SANDBOXER_K8S_VERSION=$VERSION
-#        PID files and logs: build/run/kubernetes/<daemon>.{pid,log}.
+#        The cluster's state (kubeconfigs, tokens, certs, etcd data) is
+#        machine-wide under /var/lib/sandboxer/kubernetes, like the daemons,
+#        so that another checkout's up finds a running cluster usable; PID
+#        files and logs are this checkout's: build/run/kubernetes/<daemon>.*.
 # down:  only what up started: deletes every pod (grace 0, waits), stops the
-#        kubelet, controller-manager, apiserver, etcd and the CRI containerd
-#        (TERM, then KILL), unmounts what they mounted, removes the CNI
-#        allocations, the bridge, the iptables rules and chains the CNI
-#        plugins made for $POD_CIDR, and the state dirs.
+#        kubelet, scheduler, controller-manager, apiserver, etcd and the CRI
+#        containerd (TERM, then KILL), unmounts what they mounted, removes the
+#        kubelet's cgroups, the CNI allocations and caches, the bridge, the
+#        iptables rules and chains the CNI plugins made for $POD_CIDR, and the
+#        state dirs.
 # All idempotent. Logs go to stderr; stdout carries only KEY=VALUE lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,7 +47,7 @@ VERSION=v1.37.2
 STAGING_VERSION=v0.${VERSION#v1.}
 CACHE=${SANDBOXER_CACHE:-$HOME/.cache/sandboxer}/kubernetes-$VERSION
 BIN=$CACHE/bin
-BINARIES=(etcd kube-apiserver kube-controller-manager kubelet kubectl)
+BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 
 built() {
 	local b
@@ -101,6 +106,7 @@ build() {
 			-o "$tmp/bin/" ./etcd \
 			k8s.io/kubernetes/cmd/kube-apiserver \
 			k8s.io/kubernetes/cmd/kube-controller-manager \
+			k8s.io/kubernetes/cmd/kube-scheduler \
 			k8s.io/kubernetes/cmd/kubelet \
 			k8s.io/kubernetes/cmd/kubectl
 	) >&2
@@ -149,7 +155,7 @@ KUBELET_HEALTHZ_PORT=10248
 NODE=127.0.0.1
 K8S_NAMESPACE=sandboxer
 CTR_BIN=${SANDBOXER_CACHE:-$HOME/.cache/sandboxer}/containerd-v2.4.2/bin
-DAEMONS=(containerd etcd kube-apiserver kube-controller-manager kubelet)
+DAEMONS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
 # How long each step may take before up gives up, naming the log to read.
 STEP_TIMEOUT=${SANDBOXER_K8S_STEP_TIMEOUT:-120}
 
@@ -159,13 +165,15 @@ pidfile() { echo "$RUN/$1.pid"; }
 logfile() { echo "$RUN/$1.log"; }
 
 # ours NAME reports whether NAME's PID file names a live process of the
-# binary we start for it (a PID reused after a reboot is not ours).
+# binary we start for it (a PID reused after a reboot is not ours; a binary
+# rebuilt under a running daemon is still its binary).
 ours() {
 	local pf pid exe
 	pf=$(pidfile "$1")
 	[ -f "$pf" ] || return 1
 	pid=$(cat "$pf")
 	exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+	exe=${exe% (deleted)}
 	case "$1" in
 	containerd) [ "$exe" = "$CTR_BIN/containerd" ] ;;
 	*) [ "$exe" = "$BIN/$1" ] ;;
@@ -175,9 +183,10 @@ ours() {
 answers_containerd() { [ -S "$CRI_ADDRESS" ] && timeout 5 "$CTR_BIN/ctr" --address "$CRI_ADDRESS" version >/dev/null 2>&1; }
 answers_etcd() { curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"'; }
 answers_kube-apiserver() { [ -f "$KUBECONFIG_ADMIN" ] && kubectl_ get --raw /readyz >/dev/null 2>&1; }
-# The controller-manager serves nothing we ask for (--secure-port=0): its
-# process is the answer.
+# The controller-manager and the scheduler serve nothing we ask for
+# (--secure-port=0): their process is the answer.
 answers_kube-controller-manager() { ours kube-controller-manager; }
+answers_kube-scheduler() { ours kube-scheduler; }
 answers_kubelet() { curl -fsS --max-time 2 "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz" >/dev/null 2>&1; }
 
 # serve NAME CMD... starts daemon NAME when nothing answers for it, and
@@ -232,20 +241,24 @@ write_pki() {
 		openssl rsa -in "$PKI/sa.key.tmp" -pubout -out "$PKI/sa.pub" 2>/dev/null
 		mv "$PKI/sa.key.tmp" "$PKI/sa.key"
 	fi
-	if [ ! -f "$PKI/tokens.csv" ]; then
-		(
-			umask 077
-			{
-				echo "$(new_token),sandboxer-admin,sandboxer-admin,system:masters"
-				echo "$(new_token),system:node:$NODE,system:node:$NODE,system:nodes"
-				echo "$(new_token),system:kube-controller-manager,system:kube-controller-manager"
-			} >"$PKI/tokens.csv.tmp"
-			mv "$PKI/tokens.csv.tmp" "$PKI/tokens.csv"
-		)
-	fi
+	# One static token per user (name, groups); a user added to this list
+	# gets its token on the next up (the API server reads the file at start).
+	local user groups
+	touch "$PKI/tokens.csv"
+	chmod 0600 "$PKI/tokens.csv"
+	while read -r user groups; do
+		awk -F, -v u="$user" '$2 == u { found = 1 } END { exit !found }' "$PKI/tokens.csv" && continue
+		echo "$(new_token),$user,$user${groups:+,$groups}" >>"$PKI/tokens.csv"
+	done <<EOF
+sandboxer-admin system:masters
+system:node:$NODE system:nodes
+system:kube-controller-manager
+system:kube-scheduler
+EOF
 	write_kubeconfig "$KUBECONFIG_ADMIN" sandboxer-admin
 	write_kubeconfig "$STATE/kubelet.kubeconfig" "system:node:$NODE"
 	write_kubeconfig "$STATE/controller-manager.kubeconfig" system:kube-controller-manager
+	write_kubeconfig "$STATE/scheduler.kubeconfig" system:kube-scheduler
 }
 
 # write_kubeconfig FILE USER writes a kubeconfig for USER's static token
@@ -417,8 +430,10 @@ cgroup_dirs() {
 	return 0
 }
 
+# node_ready: the node is Ready and schedulable (the node lifecycle
+# controller has lifted the not-ready taint the kubelet registers it with).
 node_ready() {
-	[ "$(kubectl_ get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+	[ "$(kubectl_ get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.spec.taints}' 2>/dev/null)" = True/ ]
 }
 default_sa() { kubectl_ -n "$K8S_NAMESPACE" get serviceaccount default >/dev/null 2>&1; }
 
@@ -464,12 +479,16 @@ up() {
 		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
 		--authorization-mode=Node,RBAC \
 		--kubelet-preferred-address-types=InternalIP \
+		--endpoint-reconciler-type=none \
 		--allow-privileged=false --profiling=false
 	serve kube-controller-manager "$BIN/kube-controller-manager" \
 		--kubeconfig="$STATE/controller-manager.kubeconfig" \
-		--controllers=serviceaccount-controller,serviceaccount-token-controller,garbage-collector-controller,namespace-controller,root-ca-certificate-publisher-controller \
+		--controllers=serviceaccount-controller,serviceaccount-token-controller,garbage-collector-controller,namespace-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller \
 		--use-service-account-credentials=true \
 		--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/apiserver.crt" \
+		--secure-port=0 --leader-elect=false --profiling=false
+	serve kube-scheduler "$BIN/kube-scheduler" \
+		--kubeconfig="$STATE/scheduler.kubeconfig" \
 		--secure-port=0 --leader-elect=false --profiling=false
 	serve kubelet "$BIN/kubelet" --config="$STATE/kubelet.yaml" \
 		--kubeconfig="$STATE/kubelet.kubeconfig" --hostname-override="$NODE" \
@@ -605,7 +624,7 @@ down() {
 		return 0
 	fi
 	delete_pods
-	for d in kubelet kube-controller-manager kube-apiserver etcd; do
+	for d in kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
 		stop_daemon "$(pidfile "$d")" "kubernetes $d"
 	done
 	remove_cri_containers
