@@ -136,11 +136,7 @@ CNI_CONF=$STATE/cni
 CNI_NET=sbxk8s
 BRIDGE=sbxk8s0
 POD_CIDR=10.244.0.0/24
-POD_PREFIX=10.244.0.
 SERVICE_CIDR=10.245.0.0/24
-# The CNI plugins' result cache (libcni's default; containerd offers no
-# other): our files there are named after the network.
-CNI_CACHE=/var/lib/cni/results
 # Pods' cgroups go under this parent in each cgroup v1 hierarchy, so that
 # down removes exactly the kubelet's.
 CGROUP_ROOT=sbxk8s
@@ -527,10 +523,13 @@ delete_pods() {
 }
 
 # remove_cri_containers removes what the kubelet left in the CRI containerd
-# (stopped sandboxes and containers it had not collected yet).
+# (stopped sandboxes and containers it had not collected yet); their ids go
+# to LEFTOVER_IDS for the network clean-up.
+LEFTOVER_IDS=""
 remove_cri_containers() {
 	local id
 	ours containerd || return 0
+	LEFTOVER_IDS=$(ctr_ containers ls -q 2>/dev/null | tr '\n' ' ' || true)
 	for id in $(ctr_ tasks ls -q 2>/dev/null); do
 		ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true
 	done
@@ -563,47 +562,18 @@ unmount_ours() {
 	done < <(awk -v a="$STATE/" -v b="$RUNSTATE/" 'index($2, a) == 1 || index($2, b) == 1 { print length($2), $2 }' /proc/self/mounts | sort -rn | cut -d' ' -f2-)
 }
 
-# ours_rule LINE: an iptables-save rule the CNI plugins made for our network
-# (its comment names the network, or it names the bridge or a pod address).
-ours_rule() {
-	case "$1" in
-	*"name: \\\"$CNI_NET\\\""* | *" $BRIDGE "* | *"$POD_PREFIX"*) return 0 ;;
-	esac
-	return 1
-}
-
-# clean_iptables removes, in every table, the rules ours_rule recognises,
-# then the CNI-* chains left empty and unreferenced that had held only such
-# rules (the bridge plugin's per-pod masquerade chains, portmap's per-pod
-# DNAT chains); the plugins' shared chains (CNI-FORWARD, CNI-HOSTPORT-*) and
-# every other tool's rules stay.
-clean_iptables() {
-	local table line chain dels chains c
-	for table in filter nat mangle; do
-		dels=$(mktemp)
-		chains=""
-		while IFS= read -r line; do
-			case "$line" in
-			-A\ *) ;;
-			*) continue ;;
-			esac
-			ours_rule "$line" || continue
-			echo "-D ${line#-A }" >>"$dels"
-			chain=${line#-A }
-			chain=${chain%% *}
-			case "$chain" in CNI-FORWARD | CNI-ADMIN | CNI-HOSTPORT-*) ;; CNI-*) chains="$chains $chain" ;; esac
-			log "kubernetes: iptables -t $table $line: removing"
-		done < <(iptables-save -t "$table" 2>/dev/null)
-		if [ -s "$dels" ]; then
-			{ echo "*$table"; cat "$dels"; echo COMMIT; } | iptables-restore --noflush || log "kubernetes: iptables -t $table: some rules could not be removed"
-		fi
-		rm -f "$dels"
-		for c in $(tr ' ' '\n' <<<"$chains" | sort -u); do
-			iptables-save -t "$table" | grep -q -- "^-A $c " && continue
-			iptables-save -t "$table" | grep -q -- "-j $c\( \|$\)" && continue
-			iptables -t "$table" -X "$c" 2>/dev/null && log "kubernetes: iptables -t $table -X $c"
-		done
-	done
+# clean_network removes what the CNI plugins left on the host for the pod
+# network (`sweep network`, the containerd adapter's tested clean-up, told
+# our pool and bridge): the bridge and its veths, the iptables rules that
+# name a pod address or the bridge, or whose comment names a leftover
+# sandbox, the CNI-* chains that leaves empty or dead, and libcni's cached
+# results of those. It logs each object it removes.
+clean_network() {
+	local line
+	while IFS= read -r line; do
+		log "kubernetes: $line"
+	done < <(GOFLAGS='' go run ./runtime/containerd/internal/sweep network -pool "$POD_CIDR" -bridge "$BRIDGE" \
+		-state-dir "" -leftover-ids "$LEFTOVER_IDS" || log "kubernetes: the network sweep failed: what it could not remove stays")
 }
 
 # remove_cgroups removes the kubelet's cgroups (empty once the pods are gone).
@@ -632,11 +602,7 @@ down() {
 	kill_shims
 	unmount_ours
 	remove_cgroups
-	if ip link show "$BRIDGE" >/dev/null 2>&1; then
-		ip link delete "$BRIDGE" && log "kubernetes: removed bridge $BRIDGE"
-	fi
-	clean_iptables
-	rm -f "$CNI_CACHE/$CNI_NET"-*
+	clean_network
 	rm -rf --one-file-system "$STATE" "$RUNSTATE"
 	log "kubernetes: down"
 }
