@@ -417,11 +417,13 @@ EOF
 	mv -f "$STATE/kubelet.yaml.tmp" "$STATE/kubelet.yaml"
 }
 
-# cgroup_dirs prints the kubelet's cgroup parent in each cgroup v1 hierarchy.
+# cgroup_dirs prints the kubelet's cgroup parent in each cgroup hierarchy
+# (the v1 controllers', and the hybrid layout's unified one, where the
+# kubelet makes its cgroups too).
 cgroup_dirs() {
 	local d
 	for d in /sys/fs/cgroup/*/; do
-		[ -f "$d/cgroup.procs" ] && [ "${d%/}" != /sys/fs/cgroup/unified ] && echo "${d%/}/$CGROUP_ROOT"
+		[ -f "$d/cgroup.procs" ] && echo "${d%/}/$CGROUP_ROOT"
 	done
 	return 0
 }
