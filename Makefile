@@ -7,7 +7,7 @@ GO ?= go
 # package, which builds without gpgme/btrfs headers and with or without cgo.
 
 # Runtimes whose absence FAILS the tests under `make ci` (instead of skipping).
-SANDBOXER_REQUIRE ?= docker,podman,podman-rootless,containerd
+SANDBOXER_REQUIRE ?= docker,podman,podman-rootless,containerd,kubernetes
 TEST_TIMEOUT ?= 60m
 # staticcheck, run by `make lint` at a pinned version (`go run` fetches it
 # through the module proxy once, then from the module cache).

@@ -54,8 +54,8 @@ up() {
 	log "build/images.env:"
 	sed 's/^/[env]   /' build/images.env >&2
 	local started=() pidfile
-	for pidfile in build/run/*.pid; do
-		[ -e "$pidfile" ] && started+=("${pidfile##*/}")
+	for pidfile in build/run/*.pid build/run/*/*.pid; do
+		[ -e "$pidfile" ] && started+=("${pidfile#build/run/}")
 	done
 	log "up in $(($(date +%s) - t0))s; started by us: ${started[*]}"
 }
