@@ -543,6 +543,19 @@ remove_cri_containers() {
 	done
 }
 
+# remove_runc_leftovers kills and deletes, with runc itself, the containers
+# still in our runc root once containerd is gone (a crashed daemon cannot
+# remove them: killing their shims alone would orphan their processes).
+remove_runc_leftovers() {
+	local root=$RUNSTATE/runc/k8s.io id
+	[ -d "$root" ] || return 0
+	for id in $(timeout 20 runc --root "$root" list -q 2>/dev/null); do
+		log "kubernetes: runc delete --force $id"
+		LEFTOVER_IDS="$LEFTOVER_IDS $id"
+		timeout 20 runc --root "$root" delete --force "$id" >/dev/null 2>&1 || log "kubernetes: runc: cannot delete $id"
+	done
+}
+
 # kill_shims stops the shims of our CRI containerd that outlived it (told by
 # the daemon address on their command line).
 kill_shims() {
@@ -601,6 +614,7 @@ down() {
 	done
 	remove_cri_containers
 	stop_daemon "$(pidfile containerd)" "kubernetes containerd"
+	remove_runc_leftovers
 	kill_shims
 	unmount_ours
 	remove_cgroups
