@@ -584,11 +584,18 @@ unmount_ours() {
 # sandbox, the CNI-* chains that leaves empty or dead, and libcni's cached
 # results of those. It logs each object it removes.
 clean_network() {
-	local line
+	local line f ids=$LEFTOVER_IDS
+	# libcni's cached results of our network name their sandbox: a sandbox
+	# the daemons forgot (a crash) is known by them.
+	for f in /var/lib/cni/results/"$CNI_NET"-*; do
+		[ -e "$f" ] || continue
+		f=${f##*/"$CNI_NET"-}
+		ids="$ids ${f%-*}"
+	done
 	while IFS= read -r line; do
 		log "kubernetes: $line"
 	done < <(GOFLAGS='' go run ./runtime/containerd/internal/sweep network -pool "$POD_CIDR" -bridge "$BRIDGE" \
-		-state-dir "" -leftover-ids "$LEFTOVER_IDS" || log "kubernetes: the network sweep failed: what it could not remove stays")
+		-state-dir "" -leftover-ids "$ids" || log "kubernetes: the network sweep failed: what it could not remove stays")
 }
 
 # remove_cgroups removes the kubelet's cgroups (empty once the pods are gone).
