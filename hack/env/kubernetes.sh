@@ -145,6 +145,8 @@ ETCD_PEER_PORT=12380
 API_PORT=16443
 KUBELET_PORT=10250
 KUBELET_HEALTHZ_PORT=10248
+CONTROLLER_MANAGER_PORT=10257
+SCHEDULER_PORT=10259
 # The node is named by its address: the kubelet then reports InternalIP
 # 127.0.0.1 (it refuses a loopback --node-ip), and the API server reaches it
 # there for exec and logs, without DNS.
@@ -179,10 +181,10 @@ ours() {
 answers_containerd() { [ -S "$CRI_ADDRESS" ] && timeout 5 "$CTR_BIN/ctr" --address "$CRI_ADDRESS" version >/dev/null 2>&1; }
 answers_etcd() { curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"'; }
 answers_kube-apiserver() { [ -f "$KUBECONFIG_ADMIN" ] && kubectl_ get --raw /readyz >/dev/null 2>&1; }
-# The controller-manager and the scheduler serve nothing we ask for
-# (--secure-port=0): their process is the answer.
-answers_kube-controller-manager() { ours kube-controller-manager; }
-answers_kube-scheduler() { ours kube-scheduler; }
+# The controller-manager and the scheduler answer /healthz (always allowed,
+# without credentials) on their loopback ports.
+answers_kube-controller-manager() { curl -fsSk --max-time 2 "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz" >/dev/null 2>&1; }
+answers_kube-scheduler() { curl -fsSk --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/healthz" >/dev/null 2>&1; }
 answers_kubelet() { curl -fsS --max-time 2 "http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz" >/dev/null 2>&1; }
 
 # serve NAME CMD... starts daemon NAME when nothing answers for it, and
@@ -484,10 +486,12 @@ up() {
 		--controllers=serviceaccount-controller,serviceaccount-token-controller,garbage-collector-controller,namespace-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller \
 		--use-service-account-credentials=true \
 		--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/apiserver.crt" \
-		--secure-port=0 --leader-elect=false --profiling=false
+		--bind-address=127.0.0.1 --secure-port="$CONTROLLER_MANAGER_PORT" --cert-dir="$PKI/controller-manager" \
+		--leader-elect=false --profiling=false
 	serve kube-scheduler "$BIN/kube-scheduler" \
 		--kubeconfig="$STATE/scheduler.kubeconfig" \
-		--secure-port=0 --leader-elect=false --profiling=false
+		--bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --cert-dir="$PKI/scheduler" \
+		--leader-elect=false --profiling=false
 	serve kubelet "$BIN/kubelet" --config="$STATE/kubelet.yaml" \
 		--kubeconfig="$STATE/kubelet.kubeconfig" --hostname-override="$NODE" \
 		--root-dir="$STATE/kubelet"
