@@ -106,26 +106,18 @@ func networkCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || (*poolFlag == "") != (*bridge == "") {
+	if fs.NArg() > 0 {
 		fs.Usage()
 		return flag.ErrHelp
 	}
-	pool, ownsBridge := containerd.SubnetPool(), containerd.OwnsBridge
-	if *poolFlag != "" {
-		p, err := netip.ParsePrefix(*poolFlag)
-		if err != nil {
-			return fmt.Errorf("-pool: %w", err)
-		}
-		pool, ownsBridge = p.Masked(), func(name string) bool { return name == *bridge }
+	o, err := networkOwner(*poolFlag, *bridge, *ids)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
 	defer cancel()
 	h := &hostNetwork{
-		owner: owner{
-			pool:       pool,
-			ownsBridge: ownsBridge,
-			ids:        strings.FieldsFunc(*ids, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }),
-		},
+		owner:       o,
 		tables:      []string{"filter", "nat", "mangle"},
 		cniCacheDir: *cniCacheDir,
 		stateDir:    *stateDir,
@@ -135,4 +127,27 @@ func networkCmd(args []string) error {
 		warn:        os.Stderr,
 	}
 	return h.sweep(ctx)
+}
+
+// networkOwner is what `sweep network` takes for its own: the adapter's pool
+// and bridges, or (-pool and -bridge, both or neither) another network's
+// pool and its one bridge; and the leftover container ids.
+func networkOwner(pool, bridge, ids string) (owner, error) {
+	o := owner{
+		pool:       containerd.SubnetPool(),
+		ownsBridge: containerd.OwnsBridge,
+		ids:        strings.FieldsFunc(ids, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }),
+	}
+	if (pool == "") != (bridge == "") {
+		return owner{}, errors.New("-pool and -bridge go together")
+	}
+	if pool == "" {
+		return o, nil
+	}
+	p, err := netip.ParsePrefix(pool)
+	if err != nil {
+		return owner{}, fmt.Errorf("-pool: %w", err)
+	}
+	o.pool, o.ownsBridge = p.Masked(), func(name string) bool { return name == bridge }
+	return o, nil
 }
