@@ -155,6 +155,10 @@ func setUp(t *testing.T, cfg Config) *suite {
 	info, err := rt.Version(ctx)
 	require.NoError(t, err, "version")
 	s.info = info
+	s.forms = runtime.FormsOf(rt)
+	if s.forms != (runtime.Forms{}) {
+		t.Logf("%s gives these guarantees in another form, which the semantics assert instead: %+v", rt.Name(), s.forms)
+	}
 	t.Logf("%s %s (API %s), cgroup v%s, rootless=%v", info.Runtime, info.Version, info.APIVersion, info.CgroupVersion, info.Rootless)
 
 	for _, ref := range []string{cfg.Fixtures.Busybox, cfg.Fixtures.BusyboxVolume} {

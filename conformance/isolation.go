@@ -34,6 +34,16 @@ func testTmpfsIsTmpfsAndNotOnHostDisk(t *testing.T, s *suite) {
 		"/scratch": "rw,size=16m,mode=750",
 		"/cache":   "",
 	}
+	scratchOpts := []string{"rw", "size=16384k", "mode=750"}
+	if s.forms.TmpfsSizeOnly {
+		// The Kubernetes form: a memory-backed emptyDir has a size and
+		// nothing else; a mode is refused, never dropped.
+		refused := s.spec(t)
+		refused.Tmpfs = spec.Tmpfs
+		s.assertRefused(t, ctx, refused, "run with a tmpfs mode")
+		spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m", "/cache": ""}
+		scratchOpts = []string{"rw", "size=16384k"}
+	}
 	s.run(t, ctx, spec)
 
 	mounts := parseMounts(s.readFile(t, ctx, spec.Name, "/proc/mounts"))
@@ -41,7 +51,7 @@ func testTmpfsIsTmpfsAndNotOnHostDisk(t *testing.T, s *suite) {
 		path     string
 		wantOpts []string // options /proc/mounts must show (it omits tmpfs's default mode=1777)
 	}{
-		{path: "/scratch", wantOpts: []string{"rw", "size=16384k", "mode=750"}},
+		{path: "/scratch", wantOpts: scratchOpts},
 		{path: "/cache", wantOpts: []string{"rw"}},
 	}
 	for _, tc := range cases {
@@ -155,12 +165,20 @@ func testMemoryCPUPidsLimitsInCgroup(t *testing.T, s *suite) {
 			spec.MemoryBytes = tc.memory
 			spec.CPUs = tc.cpus
 			spec.PidsLimit = tc.pids
+			if s.forms.NoProcessLimits {
+				// The Kubernetes form: no pod field holds a pids limit, so
+				// it is refused; memory and CPU are enforced.
+				s.assertRefused(t, ctx, spec, "run with a pids limit")
+				spec.Name, spec.PidsLimit = s.newName(), 0
+			}
 			s.run(t, ctx, spec)
 
 			got := s.cgroupLimits(t, ctx, spec.Name)
 			assert.Equal(t, tc.memory, got.Memory, "memory limit (cgroup %s)", got.Version)
 			assert.InDelta(t, tc.cpus, got.CPUs, 0.001, "CPU quota/period (cgroup %s)", got.Version)
-			assert.Equal(t, tc.pids, got.Pids, "pids limit (cgroup %s)", got.Version)
+			if !s.forms.NoProcessLimits {
+				assert.Equal(t, tc.pids, got.Pids, "pids limit (cgroup %s)", got.Version)
+			}
 		})
 	}
 }

@@ -118,7 +118,7 @@ func execArgv(spec runtime.ExecSpec) ([]string, io.Reader, error) {
 	return slices.Concat(envPrelude, spec.Cmd), strings.NewReader(b.String()), nil
 }
 
-// shellQuote quotes s for sh: in single quotes, each ' written '\''.
+// shellQuote quotes s for sh: in single quotes, each ' written '\”.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
