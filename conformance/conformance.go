@@ -71,6 +71,11 @@ type Config struct {
 	// Type is the mount's type as stored ("bind", "volume", "tmpfs",
 	// "proc", ...).
 	StoredMounts func(ctx context.Context, id string) ([]runtime.Mount, error)
+	// OwnIDs, when set, gives the other IDs by which the backend names its
+	// own per-container files (a pod's CRI sandbox: the kubelet's
+	// /etc/hostname and /etc/resolv.conf come from its directory), read
+	// with the backend's own API; nil: the container's ID alone.
+	OwnIDs func(ctx context.Context, id string) ([]string, error)
 }
 
 // semantic is one behaviour of the port, proven by one subtest.

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/roboco/sandboxer/conformance"
 	"github.com/roboco/sandboxer/internal/testenv"
@@ -51,6 +52,7 @@ func TestConformance(t *testing.T) {
 		// The pod spec as the API server stored it, read with a clientset
 		// of the test's own: its volume mounts, typed by their volume.
 		StoredMounts: cl.storedMounts,
+		OwnIDs:       cl.sandboxIDs,
 	})
 }
 
@@ -111,11 +113,13 @@ func (cl *cluster) runtime(t testing.TB, opts ...kubernetes.Option) *kubernetes.
 	return r
 }
 
-// kubeletFlags reads the running kubelet's --root-dir and
-// --container-runtime-endpoint from /proc, as an operator would look.
+// kubeletFlags reads the running kubelet's --root-dir and its CRI
+// endpoint (--container-runtime-endpoint, or containerRuntimeEndpoint in
+// its --config file) from /proc, as an operator would look.
 func kubeletFlags(t testing.TB) (root, criAddress string) {
 	t.Helper()
 	root = "/var/lib/kubelet"
+	var config string
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range cmdlines {
 		b, err := os.ReadFile(f)
@@ -130,13 +134,22 @@ func kubeletFlags(t testing.TB) (root, criAddress string) {
 			for _, flag := range []struct {
 				name string
 				dst  *string
-			}{{"--root-dir", &root}, {"--container-runtime-endpoint", &criAddress}} {
+			}{{"--root-dir", &root}, {"--container-runtime-endpoint", &criAddress}, {"--config", &config}} {
 				if v, ok := strings.CutPrefix(a, flag.name+"="); ok {
 					*flag.dst = v
 				} else if a == flag.name && i+1 < len(argv) {
 					*flag.dst = argv[i+1]
 				}
 			}
+		}
+		if criAddress == "" && config != "" {
+			b, err := os.ReadFile(config)
+			require.NoError(t, err, "the kubelet's config")
+			var kc struct {
+				ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
+			}
+			require.NoError(t, yaml.Unmarshal(b, &kc), "the kubelet's config %s", config)
+			criAddress = kc.ContainerRuntimeEndpoint
 		}
 		criAddress = strings.TrimPrefix(criAddress, "unix://")
 		require.NotEmpty(t, criAddress, "the kubelet's --container-runtime-endpoint")
@@ -227,4 +240,27 @@ func (cl *cluster) kubectl(t testing.TB, ctx context.Context, args ...string) st
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Run(), "kubectl %s: %s", strings.Join(args, " "), errb.String())
 	return out.String()
+}
+
+// sandboxIDs are the IDs of the CRI containers of the pod with UID uid
+// (its sandbox and its container), from the CRI containerd itself: the
+// kubelet labels each with the pod's UID.
+func (cl *cluster) sandboxIDs(ctx context.Context, uid string) ([]string, error) {
+	c, err := containerd.New(cl.criAddress, containerd.WithDefaultNamespace("k8s.io"))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	cs, err := c.Containers(ctx, fmt.Sprintf(`labels."io.kubernetes.pod.uid"==%s`, uid))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(cs))
+	for _, ctr := range cs {
+		ids = append(ids, ctr.ID())
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("the CRI containerd has no container of pod %s", uid)
+	}
+	return ids, nil
 }

@@ -99,6 +99,8 @@ const (
 	// goneTimeout bounds the wait for a deleted pod to be gone, beyond
 	// its grace.
 	goneTimeout = time.Minute
+	// clientQPS and clientBurst bound the client's request rate.
+	clientQPS, clientBurst = 50, 100
 	// pollInterval is how often a wait looks at the pod again.
 	pollInterval = 200 * time.Millisecond
 )
@@ -182,6 +184,10 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	config = rest.CopyConfig(config)
 	config.Timeout = requestTimeout
+	// client-go's default (5 requests/s) throttles a provision of a few
+	// sandboxes, each of which polls its pod; the API server's priority
+	// and fairness is the limit that counts.
+	config.QPS, config.Burst = clientQPS, clientBurst
 	ns := o.namespace
 	if ns == "" {
 		ns = os.Getenv(EnvNamespace)

@@ -38,7 +38,7 @@ func (r *Runtime) end(ctx context.Context, op, ref string, grace int64) error {
 	if err != nil {
 		return err
 	}
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || len(p.Spec.SchedulingGates) > 0 {
+	if toContainer(p).State == runtime.StateExited || len(p.Spec.SchedulingGates) > 0 {
 		return nil
 	}
 	if err := r.deletePod(ctx, p, grace); err != nil {
