@@ -3,6 +3,8 @@ package kubernetes_test
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
@@ -168,4 +171,48 @@ func TestDiagnoseAdminHasEveryPermission(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(want), &v))
 	assert.Equal(t, v.Server.GitVersion, info.Version, "the server's gitVersion, as kubectl reads it")
 	assert.Equal(t, h.cl.namespace, h.rt.Namespace())
+}
+
+// TestDiagnoseNamesMissingPermissions: a service account whose Role grants
+// only get and list on pods (made with kubectl, as an operator would) gets
+// a Diagnostic for each other verb the adapter uses, naming the verb and
+// the resource, and none for what it may do.
+func TestDiagnoseNamesMissingPermissions(t *testing.T) {
+	h := newHarness(t)
+	ctx := testkit.Context(t, 2*time.Minute)
+	sa := "sbx-k8s-diag-" + h.id
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, kind := range []string{"rolebinding", "role", "serviceaccount"} {
+			_ = exec.CommandContext(cctx, "kubectl", "--kubeconfig", h.cl.kubeconfig, "-n", h.cl.namespace, "delete", kind, sa, "--ignore-not-found").Run()
+		}
+	})
+	h.cl.kubectl(t, ctx, "create", "serviceaccount", sa)
+	h.cl.kubectl(t, ctx, "create", "role", sa, "--verb=get,list", "--resource=pods")
+	h.cl.kubectl(t, ctx, "create", "rolebinding", sa, "--role="+sa, "--serviceaccount="+h.cl.namespace+":"+sa)
+	token := strings.TrimSpace(h.cl.kubectl(t, ctx, "create", "token", sa))
+
+	cfg, err := clientcmd.LoadFromFile(h.cl.kubeconfig)
+	require.NoError(t, err)
+	for _, ai := range cfg.AuthInfos {
+		ai.Token, ai.TokenFile, ai.ClientCertificate, ai.ClientCertificateData, ai.ClientKey, ai.ClientKeyData = token, "", "", nil, "", nil
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	rt, err := kubernetes.New(kubernetes.WithKubeconfig(path), kubernetes.WithNamespace(h.cl.namespace))
+	require.NoError(t, err)
+
+	problems := map[string]bool{}
+	for _, d := range rt.Diagnose(ctx) {
+		assert.Equal(t, "rbac", d.Check)
+		problems[d.Problem] = true
+	}
+	for _, want := range []string{"create pods", "delete pods", "create pods/exec", "create secrets", "delete secrets", "create configmaps", "get configmaps"} {
+		assert.True(t, problems["not allowed to "+want+" in namespace "+h.cl.namespace+" (grant the Role in the README's Kubernetes section)"], "a diagnostic for %s in %v", want, problems)
+	}
+	for p := range problems {
+		assert.NotContains(t, p, "to get pods ", "get pods is granted")
+		assert.NotContains(t, p, "to list pods ", "list pods is granted")
+	}
 }
