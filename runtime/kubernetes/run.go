@@ -138,14 +138,18 @@ func (r *Runtime) waitStarted(ctx context.Context, pod *corev1.Pod) (runtime.Con
 	}
 }
 
-// startState reads a starting pod: done once its container runs or has
-// ended; an error when it will not start; else why it waits.
+// startState reads a starting pod: done once its container runs and the
+// pod has its IP, or once it has ended; an error when it will not start;
+// else why it waits.
 func startState(p *corev1.Pod) (done bool, why string, err error) {
 	switch p.Status.Phase {
-	case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
-		if st := containerStatus(p); st == nil || st.State.Running != nil || st.State.Terminated != nil {
+	case corev1.PodRunning:
+		// Running, with the address the caller will dial.
+		if st := containerStatus(p); p.Status.PodIP != "" && (st == nil || st.State.Running != nil || st.State.Terminated != nil) {
 			return true, "", nil
 		}
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return true, "", nil
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
