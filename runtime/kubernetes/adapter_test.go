@@ -216,3 +216,21 @@ func TestDiagnoseNamesMissingPermissions(t *testing.T) {
 		assert.NotContains(t, p, "to list pods ", "list pods is granted")
 	}
 }
+
+// TestRunThatCannotStartIsDeletedWithItsReason: a pod the node refuses
+// (more memory than it has: the kubelet's admission says OutOfmemory) is a
+// Run error that gives the cluster's reason, and no pod or Secret is left,
+// as kubectl sees it.
+func TestRunThatCannotStartIsDeletedWithItsReason(t *testing.T) {
+	h := newHarness(t)
+	ctx := testkit.Context(t, 2*time.Minute)
+	spec := h.spec(t)
+	spec.MemoryBytes = 1 << 50 // a pebibyte
+	spec.Env = map[string]string{"SBX_X": "y"}
+	_, err := h.rt.Run(ctx, spec)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), spec.Name, "the error names the pod")
+	assert.Contains(t, strings.ToLower(err.Error()), "memory", "the error gives the cluster's reason")
+	assert.Empty(t, h.cl.kubectl(t, ctx, "get", "pod", spec.Name, "--ignore-not-found", "-o", "name"), "no pod is left")
+	assert.Empty(t, h.cl.kubectl(t, ctx, "get", "secret", spec.Name+".sandboxer-env", "--ignore-not-found", "-o", "name"), "no Secret is left")
+}

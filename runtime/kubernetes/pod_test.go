@@ -235,3 +235,44 @@ func TestExecArgvKeepsEnvOutOfArgv(t *testing.T) {
 	_, _, err = execArgv(runtime.ExecSpec{Cmd: []string{"true"}, Env: map[string]string{"A=B": "x"}})
 	assert.ErrorIs(t, err, runtime.ErrInvalid)
 }
+
+func TestStartState(t *testing.T) {
+	waiting := func(reason string) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}}
+	}
+	running := []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	ended := []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}
+	cases := []struct {
+		name     string
+		status   corev1.PodStatus
+		wantDone bool
+		wantKind error
+		wantErr  bool
+	}{
+		{"pending", corev1.PodStatus{Phase: corev1.PodPending}, false, nil, false},
+		{"creating", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: waiting("ContainerCreating")}, false, nil, false},
+		{"pull failed", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: waiting("ErrImagePull")}, false, runtime.ErrImageNotFound, true},
+		{"pull backoff", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: waiting("ImagePullBackOff")}, false, runtime.ErrImageNotFound, true},
+		{"cannot create", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: waiting("CreateContainerError")}, false, nil, true},
+		{"running without an IP yet", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: running}, false, nil, false},
+		{"running", corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.2", ContainerStatuses: running}, true, nil, false},
+		{"ran and ended", corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: ended}, true, nil, false},
+		{"refused by the node", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfmemory"}, false, nil, true},
+		{"unschedulable", corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}, false, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: containerName, Image: "img"}}}, Status: tc.status}
+			done, _, err := startState(p)
+			assert.Equal(t, tc.wantDone, done)
+			if !tc.wantErr {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			if tc.wantKind != nil {
+				assert.ErrorIs(t, err, tc.wantKind)
+			}
+		})
+	}
+}

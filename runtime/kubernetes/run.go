@@ -149,7 +149,12 @@ func startState(p *corev1.Pod) (done bool, why string, err error) {
 			return true, "", nil
 		}
 	case corev1.PodSucceeded, corev1.PodFailed:
-		return true, "", nil
+		if st := containerStatus(p); st != nil && st.State.Terminated != nil {
+			return true, "", nil // it ran, and ended
+		}
+		// Refused before its container ran (the kubelet's admission:
+		// OutOfmemory, OutOfcpu, a node affinity it does not match).
+		return false, "", fmt.Errorf("the pod failed before its container started: %s: %s", p.Status.Reason, p.Status.Message)
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
