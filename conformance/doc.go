@@ -87,6 +87,17 @@
 //   - LeavesNothingBehind: after all of the above, nothing labelled with
 //     this run's id is left.
 //
+// A backend whose model has no room for some guarantee of the port (a
+// Kubernetes pod cannot be stopped and kept, nor publish a port on the
+// provisioner's loopback, and the kubelet, not the API, pulls images)
+// says so in runtime.Forms (runtime.FormsOf), and the semantic asserts the
+// other form instead, never a skip: the image verbs are ErrUnsupported and
+// Run pulls (a missing ref still ErrImageNotFound); a published port is
+// ErrUnsupported and the server is reached at its reported address; pids,
+// ulimits, tmpfs options but size, and exec as a user are ErrUnsupported,
+// leaving nothing; Stop and Kill leave the container gone (Stop still
+// after the grace).
+//
 // Every container and network the suite creates has a unique name
 // (sbx-conf-<run id>-<random>) and the label sandboxer.conformance=<run id>,
 // and is removed by a cleanup registered before it is created, so a

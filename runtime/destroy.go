@@ -110,8 +110,10 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 	if killErr != nil {
 		killErr = fmt.Errorf("identity check before kill: %w", killErr)
 	}
+	killed := false
 	if same {
 		killErr = rt.Kill(kctx, ref)
+		killed = killErr == nil
 		if errors.Is(killErr, ErrNotFound) {
 			killErr = nil
 		}
@@ -128,6 +130,11 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 	defer cancel()
 	step := "identity check before remove"
 	outcome, same, err := check(rctx)
+	if err == nil && outcome == Gone && killed && FormsOf(rt).StopRemoves {
+		// On a backend whose kill deletes the container (a pod), the
+		// kill that succeeded is what removed it.
+		return Removed, nil
+	}
 	if err == nil && same {
 		step = "remove"
 		err = rt.Remove(rctx, ref)

@@ -384,3 +384,31 @@ func TestOutcomeString(t *testing.T) {
 	assert.Equal(t, "replaced", runtime.Replaced.String())
 	assert.Equal(t, "Outcome(7)", runtime.Outcome(7).String())
 }
+
+// killRemoves is a runtime whose Kill deletes the container
+// (runtime.Forms.StopRemoves: a pod), on the fake.
+type killRemoves struct{ *fakeruntime.Runtime }
+
+func (k killRemoves) Forms() runtime.Forms { return runtime.Forms{StopRemoves: true} }
+
+func (k killRemoves) Kill(ctx context.Context, ref string) error {
+	if err := k.Runtime.Kill(ctx, ref); err != nil {
+		return err
+	}
+	return k.Runtime.Remove(ctx, ref)
+}
+
+// TestDestroyKillThatRemovesIsRemoved: where the kill itself deletes the
+// container, Destroy reports it removed (not vanished), and calls no
+// remove of a container that is gone.
+func TestDestroyKillThatRemovesIsRemoved(t *testing.T) {
+	w := newDestroyWorld(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := runtime.Destroy(ctx, killRemoves{w.fake}, w.listed, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Removed, out)
+	verbs, _ := w.destructive()
+	assert.Equal(t, []string{fakeruntime.VerbKill, fakeruntime.VerbRemove}, verbs, "the kill, and the remove it made")
+	assert.Empty(t, w.fake.Containers())
+}
