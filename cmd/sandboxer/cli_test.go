@@ -396,6 +396,14 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 			}
 			assert.Equal(t, "[]\n", c.mustSbx("ls", "--owner", "someone-else", "-o", "json").stdout)
 
+			// adopt: Docker cannot remove a container with its owner; it
+			// says so, changes nothing, and the janitor stays in charge.
+			adopt := c.sbx("adopt", "--owner", owner)
+			assert.Equal(t, 1, adopt.code, adopt.stderr)
+			assert.Contains(t, adopt.stderr, "janitor")
+			assert.Empty(t, adopt.stdout)
+			assert.Len(t, c.containers(), len(tt.services))
+
 			// down, twice.
 			down := c.mustSbx("down", "--owner", owner)
 			assert.ElementsMatch(t, want, strings.Fields(strings.ReplaceAll(down.stdout, "removed ", "")))
