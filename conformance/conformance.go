@@ -71,6 +71,11 @@ type Config struct {
 	// Type is the mount's type as stored ("bind", "volume", "tmpfs",
 	// "proc", ...).
 	StoredMounts func(ctx context.Context, id string) ([]runtime.Mount, error)
+	// OwnIDs, when set, gives the other IDs by which the backend names its
+	// own per-container files (a pod's CRI sandbox: the kubelet's
+	// /etc/hostname and /etc/resolv.conf come from its directory), read
+	// with the backend's own API; nil: the container's ID alone.
+	OwnIDs func(ctx context.Context, id string) ([]string, error)
 }
 
 // semantic is one behaviour of the port, proven by one subtest.
@@ -155,6 +160,10 @@ func setUp(t *testing.T, cfg Config) *suite {
 	info, err := rt.Version(ctx)
 	require.NoError(t, err, "version")
 	s.info = info
+	s.forms = runtime.FormsOf(rt)
+	if s.forms != (runtime.Forms{}) {
+		t.Logf("%s gives these guarantees in another form, which the semantics assert instead: %+v", rt.Name(), s.forms)
+	}
 	t.Logf("%s %s (API %s), cgroup v%s, rootless=%v", info.Runtime, info.Version, info.APIVersion, info.CgroupVersion, info.Rootless)
 
 	for _, ref := range []string{cfg.Fixtures.Busybox, cfg.Fixtures.BusyboxVolume} {

@@ -41,6 +41,29 @@ type suite struct {
 	runID string
 	// info is what the runtime said of itself (rootless, cgroup version).
 	info runtime.Info
+	// forms are the guarantees the runtime gives in another form
+	// (runtime.FormsOf): where one is set, the semantic asserts that form.
+	forms runtime.Forms
+}
+
+// assertUnsupported asserts that err is runtime.ErrUnsupported naming the
+// runtime: the form of a guarantee the backend's Forms say it cannot give.
+func (s *suite) assertUnsupported(t testing.TB, err error, what string, objects ...string) {
+	t.Helper()
+	require.Error(t, err, "%s on %s, whose Forms say it is unsupported", what, s.rt.Name())
+	assert.ErrorIs(t, err, runtime.ErrUnsupported, what)
+	assertErrorNames(t, err, s.rt.Name(), objects...)
+}
+
+// assertRefused asserts that Run of spec is runtime.ErrUnsupported and
+// leaves no container under its name.
+func (s *suite) assertRefused(t testing.TB, ctx context.Context, spec runtime.RunSpec, what string) {
+	t.Helper()
+	s.track(t, spec.Name)
+	_, err := s.rt.Run(ctx, spec)
+	s.assertUnsupported(t, err, what, spec.Name)
+	_, err = s.rt.Inspect(ctx, spec.Name)
+	assert.ErrorIs(t, err, runtime.ErrNotFound, "a refused run leaves nothing")
 }
 
 // randomHex is testkit.RandomHex: n random bytes, hex-encoded.

@@ -58,6 +58,19 @@ func (s *suite) freshRef(t *testing.T, ctx context.Context) string {
 func testImageExistsPullExists(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	ref := s.freshRef(t, ctx)
+	if s.forms.NoImageStore {
+		// The Kubernetes form: no image store to ask or fill; Run pulls
+		// the ref nobody pulled before.
+		_, err := s.rt.ImageExists(ctx, ref)
+		s.assertUnsupported(t, err, "image exists", ref)
+		s.assertUnsupported(t, s.rt.PullImage(ctx, ref, nil), "pull", ref)
+		spec := s.spec(t)
+		spec.Image = ref
+		c := s.run(t, ctx, spec)
+		assert.Equal(t, ref, c.Image, "the ref the backend pulled at Run runs under its ref")
+		assert.Equal(t, runtime.StateRunning, c.State)
+		return
+	}
 
 	exists, err := s.rt.ImageExists(ctx, ref)
 	require.NoError(t, err, "image exists before the pull")
@@ -85,6 +98,21 @@ func testPullMissingIsImageNotFound(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	s.requireRegistry(t)
 	ref := fmt.Sprintf("%s/sandboxer/absent-%s:none", s.cfg.Fixtures.Registry, randomHex(6))
+	if s.forms.NoImageStore {
+		// The Kubernetes form: the pull is Run's, and a ref the registry
+		// does not have is ErrImageNotFound there, leaving nothing.
+		s.assertUnsupported(t, s.rt.PullImage(ctx, ref, nil), "pull", ref)
+		spec := s.spec(t)
+		spec.Image = ref
+		s.track(t, spec.Name)
+		_, err := s.rt.Run(ctx, spec)
+		require.Error(t, err, "run of %s", ref)
+		assert.ErrorIs(t, err, runtime.ErrImageNotFound)
+		assertErrorNames(t, err, s.rt.Name(), spec.Name, ref)
+		_, err = s.rt.Inspect(ctx, spec.Name)
+		assert.ErrorIs(t, err, runtime.ErrNotFound, "a failed run leaves no container behind")
+		return
+	}
 
 	err := s.rt.PullImage(ctx, ref, nil)
 	require.Error(t, err, "pull of %s", ref)

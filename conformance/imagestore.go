@@ -87,6 +87,10 @@ func (s *suite) derived(t testing.TB, ctx context.Context, ref, marker string) (
 // image is ErrImageNotFound.
 func testImageIDIsConfigDigest(t *testing.T, s *suite) {
 	ctx := testContext(t)
+	if s.forms.NoImageStore {
+		s.assertNoImageStore(t, ctx)
+		return
+	}
 	s.requireRegistry(t)
 	ref, err := name.ParseReference(s.cfg.Fixtures.Busybox, name.Insecure)
 	require.NoError(t, err)
@@ -113,6 +117,10 @@ func testImageIDIsConfigDigest(t *testing.T, s *suite) {
 // config's digest as its ID, and runs with the new layer's file in it.
 func testSaveLoadRoundTrip(t *testing.T, s *suite) {
 	ctx := testContext(t)
+	if s.forms.NoImageStore {
+		s.assertNoImageStore(t, ctx)
+		return
+	}
 	ref, marker := s.loadRef(), "marker-"+randomHex(8)
 	archive, digest := s.derived(t, ctx, ref, marker)
 
@@ -138,6 +146,10 @@ func testSaveLoadRoundTrip(t *testing.T, s *suite) {
 // absent tag) is no error.
 func testRemoveImageInUseKeepsContainer(t *testing.T, s *suite) {
 	ctx := testContext(t)
+	if s.forms.NoImageStore {
+		s.assertNoImageStore(t, ctx)
+		return
+	}
 	ref := s.loadRef()
 	archive, _ := s.derived(t, ctx, ref, "in-use")
 	s.trackImage(t, ref)
@@ -172,6 +184,10 @@ func testRemoveImageInUseKeepsContainer(t *testing.T, s *suite) {
 // it names is neither present nor in the runtime's own list.
 func testLoadMalformedLeavesNothing(t *testing.T, s *suite) {
 	ctx := testContext(t)
+	if s.forms.NoImageStore {
+		s.assertNoImageStore(t, ctx)
+		return
+	}
 	ref := s.loadRef()
 	archive, _ := s.derived(t, ctx, ref, "malformed")
 	s.trackImage(t, ref)
@@ -235,4 +251,23 @@ func withoutLastLayer(t testing.TB, archive []byte) []byte {
 	require.NoError(t, tw.Close())
 	require.True(t, slices.Contains(order, last), "the archive held its last layer %s", last)
 	return out.Bytes()
+}
+
+// assertNoImageStore is the Kubernetes form of the image store semantics
+// (runtime.Forms.NoImageStore): every image verb is ErrUnsupported, for a
+// present image and an absent one alike, and names the runtime; nothing
+// is made (the fixture still runs: the backend pulls at Run).
+func (s *suite) assertNoImageStore(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, ref := range []string{s.cfg.Fixtures.Busybox, s.loadRef()} {
+		_, err := s.rt.ImageID(ctx, ref)
+		s.assertUnsupported(t, err, "image id", ref)
+		s.assertUnsupported(t, s.rt.SaveImage(ctx, ref, io.Discard), "save image", ref)
+		s.assertUnsupported(t, s.rt.RemoveImage(ctx, ref), "remove image", ref)
+	}
+	_, err := s.rt.LoadImage(ctx, bytes.NewReader(nil))
+	require.Error(t, err, "load image")
+	assert.ErrorIs(t, err, runtime.ErrUnsupported, "load image")
+	c := s.run(t, ctx, s.spec(t))
+	assert.Equal(t, runtime.StateRunning, c.State, "the fixture runs, pulled at Run")
 }

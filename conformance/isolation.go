@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
@@ -34,6 +35,16 @@ func testTmpfsIsTmpfsAndNotOnHostDisk(t *testing.T, s *suite) {
 		"/scratch": "rw,size=16m,mode=750",
 		"/cache":   "",
 	}
+	scratchOpts := []string{"rw", "size=16384k", "mode=750"}
+	if s.forms.TmpfsSizeOnly {
+		// The Kubernetes form: a memory-backed emptyDir has a size and
+		// nothing else; a mode is refused, never dropped.
+		refused := s.spec(t)
+		refused.Tmpfs = spec.Tmpfs
+		s.assertRefused(t, ctx, refused, "run with a tmpfs mode")
+		spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m", "/cache": ""}
+		scratchOpts = []string{"rw", "size=16384k"}
+	}
 	s.run(t, ctx, spec)
 
 	mounts := parseMounts(s.readFile(t, ctx, spec.Name, "/proc/mounts"))
@@ -41,7 +52,7 @@ func testTmpfsIsTmpfsAndNotOnHostDisk(t *testing.T, s *suite) {
 		path     string
 		wantOpts []string // options /proc/mounts must show (it omits tmpfs's default mode=1777)
 	}{
-		{path: "/scratch", wantOpts: []string{"rw", "size=16384k", "mode=750"}},
+		{path: "/scratch", wantOpts: scratchOpts},
 		{path: "/cache", wantOpts: []string{"rw"}},
 	}
 	for _, tc := range cases {
@@ -117,6 +128,12 @@ func findOnHost(t testing.TB, dirs []string, names ...string) map[string][]strin
 				}
 				return nil
 			}
+			if d.IsDir() && onTmpfs(path) {
+				// Memory, not disk: a tmpfs mounted under a data dir (the
+				// kubelet mounts each memory-backed emptyDir under its
+				// pods dir) holds no file on the host disk.
+				return fs.SkipDir
+			}
 			if slices.Contains(names, d.Name()) {
 				found[d.Name()] = append(found[d.Name()], path)
 			}
@@ -155,12 +172,20 @@ func testMemoryCPUPidsLimitsInCgroup(t *testing.T, s *suite) {
 			spec.MemoryBytes = tc.memory
 			spec.CPUs = tc.cpus
 			spec.PidsLimit = tc.pids
+			if s.forms.NoProcessLimits {
+				// The Kubernetes form: no pod field holds a pids limit, so
+				// it is refused; memory and CPU are enforced.
+				s.assertRefused(t, ctx, spec, "run with a pids limit")
+				spec.Name, spec.PidsLimit = s.newName(), 0
+			}
 			s.run(t, ctx, spec)
 
 			got := s.cgroupLimits(t, ctx, spec.Name)
 			assert.Equal(t, tc.memory, got.Memory, "memory limit (cgroup %s)", got.Version)
 			assert.InDelta(t, tc.cpus, got.CPUs, 0.001, "CPU quota/period (cgroup %s)", got.Version)
-			assert.Equal(t, tc.pids, got.Pids, "pids limit (cgroup %s)", got.Version)
+			if !s.forms.NoProcessLimits {
+				assert.Equal(t, tc.pids, got.Pids, "pids limit (cgroup %s)", got.Version)
+			}
 		})
 	}
 }
@@ -223,7 +248,12 @@ func testNoSocketHostMountOrPrivilege(t *testing.T, s *suite) {
 	mountinfo := testkit.ParseMountinfo(t, s.readFile(t, ctx, spec.Name, "/proc/self/mountinfo"))
 	require.True(t, slices.ContainsFunc(mountinfo, func(m testkit.MountInfo) bool { return m.Point == "/scratch" && m.FSType == "tmpfs" }),
 		"control: /proc/self/mountinfo shows the tmpfs /scratch")
-	assert.Empty(t, testkit.HostPathMounts(mountinfo, c.ID), "host filesystems mounted inside the container (/proc/self/mountinfo)")
+	var own []string
+	if s.cfg.OwnIDs != nil {
+		own, err = s.cfg.OwnIDs(ctx, c.ID)
+		require.NoError(t, err, "the backend's own IDs of %s", c.ID)
+	}
+	assert.Empty(t, testkit.HostPathMounts(mountinfo, c.ID, own...), "host filesystems mounted inside the container (/proc/self/mountinfo)")
 
 	for _, sock := range runtimeSockets {
 		assert.False(t, s.fileExists(t, ctx, spec.Name, sock), "%s exists inside the container", sock)
@@ -317,4 +347,10 @@ func difference(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// onTmpfs reports whether the directory path is on a tmpfs (statfs(2)).
+func onTmpfs(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }

@@ -117,6 +117,11 @@ func testExecStdoutStderrExitCodeEnv(t *testing.T, s *suite) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.exec.User != "" && s.forms.NoExecUser {
+				_, err := s.rt.Exec(ctx, spec.Name, tc.exec)
+				s.assertUnsupported(t, err, "exec as a user", spec.Name)
+				return
+			}
 			res, err := s.rt.Exec(ctx, spec.Name, tc.exec)
 			require.NoError(t, err, "exec %q", tc.exec.Cmd)
 			assert.Equal(t, tc.wantCode, res.ExitCode, "exit code (stderr %s)", clip(res.Stderr))
@@ -143,6 +148,13 @@ func testStopAfterGraceWhenTERMIgnored(t *testing.T, s *suite) {
 	elapsed := time.Since(start)
 	require.NoError(t, err, "stop")
 	assert.GreaterOrEqual(t, elapsed, stopGrace-clockTolerance, "stop returned before the grace was over")
+	if s.forms.StopRemoves {
+		// The Kubernetes form: a pod cannot be stopped and kept; it is
+		// gone once stop returns, after the grace.
+		_, err := s.rt.Inspect(ctx, spec.Name)
+		assert.ErrorIs(t, err, runtime.ErrNotFound, "the stopped pod is gone once stop returned")
+		return
+	}
 
 	c, err := s.rt.Inspect(ctx, spec.Name)
 	require.NoError(t, err)
@@ -162,6 +174,12 @@ func testKillStopsAtOnce(t *testing.T, s *suite) {
 	elapsed := time.Since(start)
 	require.NoError(t, err, "kill")
 	assert.Less(t, elapsed, stopGrace, "kill took as long as a graceful stop")
+	if s.forms.StopRemoves {
+		// The Kubernetes form: the killed pod is gone once kill returned.
+		_, err := s.rt.Inspect(ctx, spec.Name)
+		assert.ErrorIs(t, err, runtime.ErrNotFound, "the killed pod is gone once kill returned")
+		return
+	}
 
 	c, err := s.rt.Inspect(ctx, spec.Name)
 	require.NoError(t, err)

@@ -92,6 +92,10 @@ func testPublishedPortLoopbackOnly(t *testing.T, s *suite) {
 	token := randomHex(8)
 	spec := s.serverSpec(t, token)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: httpPort}}
+	if s.forms.NoHostPorts {
+		testPodAddressInsteadOfPorts(t, s, ctx, spec, token)
+		return
+	}
 	s.run(t, ctx, spec)
 
 	c, err := s.rt.Inspect(ctx, spec.Name)
@@ -260,6 +264,44 @@ func testRemoveNetworkAbsentIsNoError(t *testing.T, s *suite) {
 			ctx := testContext(t)
 			name := tc.absent(t, ctx)
 			assert.NoError(t, s.rt.RemoveNetwork(ctx, name), "remove of absent network %s", name)
+		})
+	}
+}
+
+// testPodAddressInsteadOfPorts is the form of PublishedPortLoopbackOnly on
+// a backend that cannot publish on the host (runtime.Forms.NoHostPorts: a
+// pod): a spec with a port is refused as ErrUnsupported, leaving nothing,
+// and the same server without it is reached from the host at the address
+// inspect reports, on the container port.
+func testPodAddressInsteadOfPorts(t *testing.T, s *suite, ctx context.Context, spec runtime.RunSpec, token string) {
+	s.assertRefused(t, ctx, spec, "run with a published port")
+	spec.Name, spec.Ports = s.newName(), nil
+	s.run(t, ctx, spec)
+	c, err := s.rt.Inspect(ctx, spec.Name)
+	require.NoError(t, err)
+	assert.Empty(t, c.Ports, "nothing is published")
+	require.NotEmpty(t, c.Networks, "inspect reports the container's address")
+	for network, addr := range c.Networks {
+		url := fmt.Sprintf("http://%s/", net.JoinHostPort(addr, strconv.Itoa(httpPort)))
+		client := &http.Client{Timeout: 2 * time.Second}
+		poll(t, "the host reaches "+url+" (network "+network+")", reachTimeout, func() error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			body, err := io.ReadAll(res.Body)
+			if err != nil {
+				return err
+			}
+			if string(body) != token {
+				return fmt.Errorf("%s: %q, want the token %q", res.Status, clip(body), token)
+			}
+			return nil
 		})
 	}
 }

@@ -125,6 +125,12 @@ func testRunHonoursUlimits(t *testing.T, s *suite) {
 	for _, tc := range cases {
 		spec.Ulimits = append(spec.Ulimits, tc.ulimit)
 	}
+	if s.forms.NoProcessLimits {
+		// The Kubernetes form: no pod field holds them, so they are
+		// refused, never dropped.
+		s.assertRefused(t, ctx, spec, "run with ulimits")
+		return
+	}
 	s.run(t, ctx, spec)
 	limits := parseLimits(t, s.readFile(t, ctx, spec.Name, "/proc/1/limits"))
 
@@ -216,6 +222,11 @@ func testInvalidSpecIsRejectedAlike(t *testing.T, s *suite) {
 	t.Run("DefaultsOnly", func(t *testing.T) {
 		spec := s.spec(t)
 		spec.Ports = []runtime.PortSpec{{ContainerPort: 8080, Protocol: "TCP"}}
+		if s.forms.NoHostPorts {
+			// A valid port is the backend's to refuse: ErrUnsupported.
+			s.assertRefused(t, ctx, spec, "run with a published port")
+			return
+		}
 		c := s.run(t, ctx, spec)
 		got, err := s.rt.Inspect(ctx, c.ID)
 		require.NoError(t, err)

@@ -265,11 +265,11 @@ func (a *app) prepare() error {
 	}
 	if a.runtimeName != "" {
 		if _, _, err := detect.Choice(detect.Options{Runtime: a.runtimeName}); err != nil {
-			return usagef("--runtime %q: want auto, %s", a.runtimeName, strings.Join(detect.Runtimes, ", "))
+			return usagef("--runtime %q: want auto, %s", a.runtimeName, strings.Join(detect.Choosable(), ", "))
 		}
 	} else if v := a.getenv(detect.EnvRuntime); v != "" {
 		if _, _, err := detect.Choice(detect.Options{Runtime: v}); err != nil {
-			return usagef("%s=%q: want auto, %s", detect.EnvRuntime, v, strings.Join(detect.Runtimes, ", "))
+			return usagef("%s=%q: want auto, %s", detect.EnvRuntime, v, strings.Join(detect.Choosable(), ", "))
 		}
 	}
 

@@ -177,3 +177,31 @@ func PodmanRootlessHost(t testing.TB) string {
 	}
 	return host
 }
+
+// The kubernetes row: the Kubernetes adapter's own tests, against the
+// cluster `make env` brings up (build/images.env says where). It is not one
+// of the integration suites' runtimes; SANDBOXER_REQUIRE lists it as
+// Kubernetes for a missing cluster to fail its tests.
+const (
+	// Kubernetes names the row and the runtime.
+	Kubernetes = "kubernetes"
+	// EnvKubeconfig is the cluster's kubeconfig (an absolute path).
+	EnvKubeconfig = "KUBECONFIG"
+	// EnvK8sNamespace is the namespace the tests' pods go in.
+	EnvK8sNamespace = "SANDBOXER_K8S_NAMESPACE"
+)
+
+// Kubeconfig returns EnvKubeconfig, or ends the test via Unavailable
+// (runtime Kubernetes) when it is not set or names no file.
+func Kubeconfig(t testing.TB) string {
+	t.Helper()
+	path := Getenv(EnvKubeconfig)
+	if path == "" {
+		Unavailable(t, Kubernetes, "%s is not set (run `make env`, which brings up the test cluster)", EnvKubeconfig)
+		return ""
+	}
+	if _, err := os.Stat(path); err != nil {
+		Unavailable(t, Kubernetes, "%s=%s: %v", EnvKubeconfig, path, err)
+	}
+	return path
+}

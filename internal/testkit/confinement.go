@@ -115,7 +115,9 @@ var kernelFS = []string{"overlay", "tmpfs", "proc", "sysfs", "devpts", "mqueue",
 // runtimeFiles are the files a runtime writes for each container and binds
 // in (from its own per-container directory, whose path names the
 // container): no host path that anyone asked for.
-var runtimeFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname", "/run/.containerenv"}
+// The kubelet adds /dev/termination-log, from its per-container directory
+// under the pod's.
+var runtimeFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname", "/run/.containerenv", "/dev/termination-log"}
 
 // ociDefaultDevices are the device nodes every container gets (the OCI
 // runtime spec's default devices, /dev/console aside).
@@ -124,16 +126,18 @@ var ociDefaultDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/ra
 // HostPathMounts picks, from a container's mount table, what is mounted
 // from a host filesystem: anything but kernelFS, except the runtime's own
 // per-container files (runtimeFiles, bound from a path that names
-// containerID), /dev/null bound over a masked /proc or /sys path, and the
+// containerID or one of otherIDs: a pod's files are named by its UID or
+// by its CRI sandbox's ID), /dev/null bound over a masked /proc or /sys path, and the
 // OCI default device nodes bound from the host's /dev by a rootless
 // runtime.
-func HostPathMounts(mounts []MountInfo, containerID string) []MountInfo {
+func HostPathMounts(mounts []MountInfo, containerID string, otherIDs ...string) []MountInfo {
+	ids := slices.DeleteFunc(append([]string{containerID}, otherIDs...), func(id string) bool { return id == "" })
 	var out []MountInfo
 	for _, m := range mounts {
 		if slices.Contains(kernelFS, m.FSType) {
 			continue
 		}
-		if slices.Contains(runtimeFiles, m.Point) && containerID != "" && strings.Contains(m.Root, containerID) {
+		if slices.Contains(runtimeFiles, m.Point) && slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(m.Root, id) }) {
 			continue
 		}
 		if m.Root == "/null" && m.FSType == "devtmpfs" && (strings.HasPrefix(m.Point, "/proc/") || strings.HasPrefix(m.Point, "/sys/")) {

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ func Image(t testing.TB, rt runtime.ContainerRuntime, name string) string {
 
 // EnsureImage pulls ref into rt when it is absent (Run never pulls, and a
 // fresh machine has only what some test pulled before) and returns ref.
+// A runtime without an image store (ImageExists is ErrUnsupported: it
+// pulls at Run) is left to pull it.
 // An image that can be neither found nor pulled ends the test through
 // testenv.Unavailable: a skip, or a failure when SANDBOXER_REQUIRE names
 // the runtime.
@@ -32,6 +35,9 @@ func EnsureImage(t testing.TB, rt runtime.ContainerRuntime, ref string) string {
 	t.Helper()
 	ctx := Context(t, pullTimeout)
 	ok, err := rt.ImageExists(ctx, ref)
+	if errors.Is(err, runtime.ErrUnsupported) {
+		return ref // the runtime has no image store: it pulls at Run (runtime.Forms.NoImageStore)
+	}
 	require.NoError(t, err, "image exists %s", ref)
 	if !ok {
 		if err := rt.PullImage(ctx, ref, nil); err != nil {

@@ -26,6 +26,12 @@
 //  6. docker's rootless socket, $XDG_RUNTIME_DIR/docker.sock
 //  7. containerd at CONTAINERD_ADDRESS, else /run/containerd/containerd.sock
 //
+// Kubernetes (the kubeconfig of KUBECONFIG, else ~/.kube/config, else a
+// pod's in-cluster config; the namespace of SANDBOXER_K8S_NAMESPACE) is
+// only tried when asked for explicitly (ExplicitOnly): a cluster that a
+// kubeconfig names is no runtime of this host, and auto-detection never
+// picks it over one.
+//
 // A well-known socket that does not exist is reported absent and not pinged,
 // and one that exists but that this process may not connect to (no write
 // permission: the root-only containerd socket on a Docker host, for a user
@@ -53,6 +59,7 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/kubernetes"
 	"github.com/roboco/sandboxer/runtime/podman"
 )
 
@@ -84,9 +91,21 @@ const (
 // DefaultPingTimeout bounds each candidate's ping.
 const DefaultPingTimeout = 3 * time.Second
 
-// Runtimes are the names an explicit choice may use, in no particular
-// order of preference.
+// Runtimes are the names auto-detection tries, which an explicit choice
+// may use too, in no particular order of preference.
 var Runtimes = []string{docker.Name, podman.Name, containerd.Name}
+
+// ExplicitOnly are the runtimes that only an explicit choice (--runtime,
+// SANDBOXER_RUNTIME) reaches: auto-detection never tries them.
+var ExplicitOnly = []string{kubernetes.Name}
+
+// Choosable are the names an explicit choice may use: Runtimes, then
+// ExplicitOnly.
+func Choosable() []string { return slices.Concat(Runtimes, ExplicitOnly) }
+
+// EnvKubeconfig is the kubeconfig of the kubernetes runtime, as kubectl
+// reads it.
+const EnvKubeconfig = "KUBECONFIG"
 
 // ErrUnknownRuntime: the runtime named explicitly is none of Runtimes (and
 // not Auto). It is an input error.
@@ -108,11 +127,13 @@ type Candidate struct {
 	// Runtime is the adapter's name: "docker", "podman" or "containerd".
 	Runtime string
 	// Endpoint is the address, as the adapter takes it
-	// ("unix:///var/run/docker.sock", "tcp://...", or a socket path for
-	// containerd). It may carry credentials (ssh://user:secret@host):
+	// ("unix:///var/run/docker.sock", "tcp://...", a socket path for
+	// containerd, the kubeconfig's path for kubernetes: "" for the
+	// default one or the in-cluster config). It may carry credentials (ssh://user:secret@host):
 	// messages, logs and doctor show it as Shown does.
 	Endpoint string
-	// Namespace is the containerd namespace ("" : the adapter's default).
+	// Namespace is the containerd or Kubernetes namespace ("" : the
+	// adapter's default).
 	Namespace string
 	// Source says why it is a candidate: "DOCKER_HOST", "--docker-host",
 	// "rootful Podman socket", ...
@@ -277,8 +298,8 @@ func Choice(opts Options) (name, source string, err error) {
 		name, source = Auto, "default"
 	}
 	name = strings.ToLower(strings.TrimSpace(name))
-	if name != Auto && !slices.Contains(Runtimes, name) {
-		return "", source, fmt.Errorf("detect: %s %q: %w (want %s or %s)", source, name, ErrUnknownRuntime, Auto, strings.Join(Runtimes, ", "))
+	if name != Auto && !slices.Contains(Choosable(), name) {
+		return "", source, fmt.Errorf("detect: %s %q: %w (want %s or %s)", source, name, ErrUnknownRuntime, Auto, strings.Join(Choosable(), ", "))
 	}
 	return name, source, nil
 }
@@ -327,6 +348,14 @@ func Candidates(opts Options) ([]Candidate, error) {
 		add(Candidate{Runtime: containerd.Name, Endpoint: ctrdAddr, Namespace: ctrdNS, Source: ctrdSrc})
 	} else {
 		add(Candidate{Runtime: containerd.Name, Endpoint: containerd.DefaultAddress, Namespace: ctrdNS, Source: "containerd socket", Socket: containerd.DefaultAddress})
+	}
+
+	if name == kubernetes.Name {
+		c := Candidate{Runtime: kubernetes.Name, Endpoint: opts.Getenv(EnvKubeconfig), Namespace: opts.Getenv(kubernetes.EnvNamespace), Source: EnvKubeconfig}
+		if c.Endpoint == "" {
+			c.Source = "~/.kube/config or the in-cluster config"
+		}
+		add(c)
 	}
 
 	out := all[:0:0]
@@ -515,6 +544,12 @@ func connect(c Candidate, logger *slog.Logger, unenforced bool) (runtime.Contain
 			opts = append(opts, podman.WithUnenforcedLimits())
 		}
 		return podman.New(opts...)
+	case kubernetes.Name:
+		opts := []kubernetes.Option{kubernetes.WithKubeconfig(c.Endpoint), kubernetes.WithLogger(logger)}
+		if c.Namespace != "" {
+			opts = append(opts, kubernetes.WithNamespace(c.Namespace))
+		}
+		return kubernetes.New(opts...)
 	case containerd.Name:
 		opts := []containerd.Option{containerd.WithAddress(strings.TrimPrefix(c.Endpoint, "unix://")), containerd.WithLogger(logger)}
 		if c.Namespace != "" {

@@ -150,6 +150,27 @@ func TestCandidatesOrder(t *testing.T) {
 			want: []string{"docker|Docker socket", "docker|rootless Docker socket"},
 		},
 		{
+			name: "AutoNeverTriesKubernetes",
+			env:  map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000", "KUBECONFIG": "/k/config", "SANDBOXER_K8S_NAMESPACE": "ns"},
+			want: []string{
+				"podman|rootful Podman socket",
+				"podman|rootless Podman socket",
+				"docker|Docker socket",
+				"docker|rootless Docker socket",
+				"containerd|containerd socket",
+			},
+		},
+		{
+			name: "ExplicitKubernetesWithKubeconfig",
+			env:  map[string]string{"SANDBOXER_RUNTIME": "kubernetes", "KUBECONFIG": "/k/config", "DOCKER_HOST": "unix:///var/run/docker.sock"},
+			want: []string{"kubernetes|KUBECONFIG"},
+		},
+		{
+			name: "ExplicitKubernetesWithoutKubeconfig",
+			opts: Options{Runtime: "kubernetes"},
+			want: []string{"kubernetes|~/.kube/config or the in-cluster config"},
+		},
+		{
 			name: "ExplicitContainerdWithAddress",
 			opts: Options{Runtime: "containerd", ContainerdAddress: "/run/x.sock", ContainerdNamespace: "ns1"},
 			want: []string{"containerd|--containerd-address"},

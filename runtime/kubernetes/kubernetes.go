@@ -1,0 +1,257 @@
+// Package kubernetes is sandboxer's Kubernetes adapter: it implements
+// runtime.ContainerRuntime (with runtime.Creator, runtime.Diagnoser and
+// runtime.FormReporter) on client-go, one sandbox being one Pod in one
+// namespace.
+//
+// Configuration: the kubeconfig of WithKubeconfig, else KUBECONFIG, else
+// ~/.kube/config, else the in-cluster config of a pod's service account;
+// the namespace of WithNamespace, else SANDBOXER_K8S_NAMESPACE, else the
+// kubeconfig context's (in a pod: its service account's), else "default".
+// WithNode (SANDBOXER_K8S_NODE) binds every pod to one node (spec.nodeName)
+// for a cluster without a scheduler, or to keep sandboxes next to their
+// agent. Every API request is bounded by the request timeout (rest.Config
+// Timeout, 30 s) and by the caller's context; every wait polls with a
+// deadline.
+//
+// The mapping:
+//   - Run: a Pod named spec.Name (restartPolicy Never, no service account
+//     token, no service links, one container "sandbox"), whose env is a
+//     per-sandbox Secret (envFrom), never the pod spec; the Secret is owned
+//     by the pod (an ownerReference set as soon as the pod exists), so the
+//     cluster's garbage collector removes it with the pod, and Remove
+//     removes it too. Run returns once the container runs (or already
+//     ended); a pod that cannot start is deleted and its reason returned
+//     (an image pull failure is runtime.ErrImageNotFound).
+//   - Names: the port's rule (runtime.ValidateName) and a pod name's
+//     (a DNS-1123 subdomain: lower case, no '_'); a name the cluster would
+//     not take is runtime.ErrInvalid, never renamed.
+//   - Labels: each pair that is a valid Kubernetes label is a pod label;
+//     the others (a value with spaces, ':' or '/', too long, ...) are kept
+//     in the annotation "sandboxer.internal/labels" as JSON. Inspect and
+//     List report the union, exactly as set; List selects on the pod labels
+//     server side and filters the rest client side.
+//   - Tmpfs: an emptyDir{medium: Memory} per path, sized by "size=".
+//   - MemoryBytes, CPUs: limits, and the same requests, so that the pod is
+//     scheduled for what it may use.
+//   - Container.ID is the pod's UID (stable, unique across re-creations of
+//     a name); names and UIDs are both accepted by every verb.
+//   - State: Pending is created, Running is running (exited once its
+//     container terminated), Succeeded and Failed are exited with the
+//     container's exit code, and OOMKilled from its terminated reason.
+//   - Networks: a cluster's pod network is flat. CreateNetwork records a
+//     network as a labelled ConfigMap ("sandboxer-network.<name>"), so that
+//     names are unique; a pod joins it by a label, and Container.Networks
+//     maps it (and DefaultNetwork, for every pod) to the pod IP. Nothing
+//     isolates one network from another without a NetworkPolicy-enforcing
+//     CNI.
+//   - Stop and Kill cannot keep a pod: Stop deletes a running pod with
+//     gracePeriodSeconds = grace (SIGTERM, then SIGKILL after grace) and
+//     waits until it is gone; Kill deletes it with grace 0 and waits; of
+//     a pod that has ended (or was only created) both do nothing. Remove
+//     deletes with grace 0, and the Secret, and waits; absent is nil.
+//
+// Unsupported, as runtime.ErrUnsupported (runtime.Forms says which):
+// published ports (a pod cannot be published on the provisioner's
+// 127.0.0.1: use network mode and the pod address), PidsLimit and Ulimits
+// (no pod field), tmpfs options other than size and rw, ExecSpec.User, and
+// the image verbs: the kubelet pulls at Run, so ImageExists, PullImage,
+// ImageID, SaveImage, LoadImage and RemoveImage have nothing honest to do
+// (the provisioner then lets Run pull, and warm start is off).
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
+)
+
+// Name is the runtime name this adapter reports and puts in its errors.
+const Name = "kubernetes"
+
+// Environment variables New reads.
+const (
+	// EnvNamespace names the namespace of the sandboxes' pods.
+	EnvNamespace = "SANDBOXER_K8S_NAMESPACE"
+	// EnvNode binds every pod to this node (spec.nodeName).
+	EnvNode = "SANDBOXER_K8S_NODE"
+)
+
+const (
+	// DefaultNetwork is the name under which Container.Networks reports
+	// every pod's address on the cluster's pod network.
+	DefaultNetwork = "pod"
+	// requestTimeout bounds one API request (rest.Config.Timeout).
+	requestTimeout = 30 * time.Second
+	// startTimeout bounds how long Run waits for the container to run
+	// (the kubelet pulls the image meanwhile).
+	startTimeout = 5 * time.Minute
+	// goneTimeout bounds the wait for a deleted pod to be gone, beyond
+	// its grace.
+	goneTimeout = time.Minute
+	// clientQPS and clientBurst bound the client's request rate.
+	clientQPS, clientBurst = 50, 100
+	// pollInterval is how often a wait looks at the pod again.
+	pollInterval = 200 * time.Millisecond
+)
+
+// Compile-time proof that the adapter implements the port and its optional
+// interfaces.
+var (
+	_ runtime.ContainerRuntime = (*Runtime)(nil)
+	_ runtime.Creator          = (*Runtime)(nil)
+	_ runtime.Diagnoser        = (*Runtime)(nil)
+	_ runtime.FormReporter     = (*Runtime)(nil)
+)
+
+// Runtime is a runtime.ContainerRuntime backed by a Kubernetes cluster. It
+// is safe for concurrent use.
+type Runtime struct {
+	cs        kubernetes.Interface
+	config    *rest.Config
+	namespace string
+	node      string
+	log       *slog.Logger
+	// startTimeout bounds Run's wait for the container (startTimeout).
+	startTimeout time.Duration
+}
+
+type options struct {
+	kubeconfig   string
+	namespace    string
+	node         string
+	log          *slog.Logger
+	startTimeout time.Duration
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithKubeconfig reads the cluster's address and credentials from path
+// instead of KUBECONFIG.
+func WithKubeconfig(path string) Option { return func(o *options) { o.kubeconfig = path } }
+
+// WithNamespace puts the pods in namespace instead of SANDBOXER_K8S_NAMESPACE
+// or the kubeconfig context's.
+func WithNamespace(namespace string) Option { return func(o *options) { o.namespace = namespace } }
+
+// WithNode binds every pod to node (spec.nodeName, bypassing the
+// scheduler) instead of SANDBOXER_K8S_NODE.
+func WithNode(node string) Option { return func(o *options) { o.node = node } }
+
+// WithLogger sets the logger for best-effort clean-ups (default
+// slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithStartTimeout bounds how long Run waits for a pod's container to run,
+// the image pull included (default 5 minutes).
+func WithStartTimeout(d time.Duration) Option { return func(o *options) { o.startTimeout = d } }
+
+// New returns a Runtime for the configured cluster and namespace. It does
+// not contact the API server: a cluster that does not answer is reported
+// by Version and every verb as runtime.ErrUnavailable. New fails for a
+// kubeconfig it cannot load (runtime.ErrUnavailable, naming it).
+func New(opts ...Option) (*Runtime, error) {
+	o := options{log: slog.Default(), startTimeout: startTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.kubeconfig != "" {
+		rules.ExplicitPath = o.kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	where := o.kubeconfig
+	if where == "" {
+		where = os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	}
+	if where == "" {
+		where = "kubeconfig"
+	}
+	config, err := cc.ClientConfig()
+	if err != nil {
+		return nil, adapterkit.ConnectError(Name, where, fmt.Errorf("no usable kubeconfig or in-cluster config: %w", err))
+	}
+	config = rest.CopyConfig(config)
+	config.Timeout = requestTimeout
+	// client-go's default (5 requests/s) throttles a provision of a few
+	// sandboxes, each of which polls its pod; the API server's priority
+	// and fairness is the limit that counts.
+	config.QPS, config.Burst = clientQPS, clientBurst
+	ns := o.namespace
+	if ns == "" {
+		ns = os.Getenv(EnvNamespace)
+	}
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
+			ns = "default"
+		}
+	}
+	node := o.node
+	if node == "" {
+		node = os.Getenv(EnvNode)
+	}
+	cs, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, adapterkit.ConnectError(Name, config.Host, err)
+	}
+	return &Runtime{cs: cs, config: config, namespace: ns, node: node, log: o.log, startTimeout: o.startTimeout}, nil
+}
+
+// Name returns "kubernetes".
+func (r *Runtime) Name() string { return Name }
+
+// Endpoint returns the API server's URL.
+func (r *Runtime) Endpoint() string { return runtime.ShowEndpoint(r.config.Host) }
+
+// Namespace is the namespace the pods, Secrets and network ConfigMaps are
+// in.
+func (r *Runtime) Namespace() string { return r.namespace }
+
+// Forms reports the guarantees this adapter gives in their Kubernetes form
+// (see the package documentation).
+func (r *Runtime) Forms() runtime.Forms {
+	return runtime.Forms{
+		NoHostPorts:     true,
+		NoImageStore:    true,
+		NoProcessLimits: true,
+		NoExecUser:      true,
+		TmpfsSizeOnly:   true,
+		StopRemoves:     true,
+	}
+}
+
+// Version asks the API server for its version (gitVersion, e.g.
+// "v1.37.2"). OOM kills are reported: the kubelet records a container's
+// terminated reason OOMKilled.
+func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
+	body, err := r.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return runtime.Info{}, r.wrap(runtime.OpVersion, r.config.Host, err)
+	}
+	var v version.Info
+	if err := json.Unmarshal(body, &v); err != nil {
+		return runtime.Info{}, r.wrap(runtime.OpVersion, r.config.Host, fmt.Errorf("not a Kubernetes API server: /version: %w", err))
+	}
+	return runtime.Info{
+		Runtime:        Name,
+		Endpoint:       r.Endpoint(),
+		Version:        v.GitVersion,
+		APIVersion:     "v1",
+		ReportsOOMKill: true,
+	}, nil
+}
+
+// Close releases nothing: client-go's transports are shared and idle
+// connections time out.
+func (r *Runtime) Close() error { return nil }
