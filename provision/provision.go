@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -49,6 +50,9 @@ type Provisioner struct {
 	// buildFailed maps a template ref to when its build last failed (see
 	// buildRetry).
 	buildFailed sync.Map
+	// noImageStore is set once the runtime said it has no image store
+	// (runtime.ErrUnsupported): warm start is off on it.
+	noImageStore atomic.Bool
 }
 
 // New returns a Provisioner for rt. It checks opts (Options.Validate: an
@@ -320,9 +324,15 @@ func (p *Provisioner) event(kind EventKind, c *call, s *service, set func(*Event
 	return ev
 }
 
-// ensureImage pulls the image only when it is absent.
+// ensureImage pulls the image only when it is absent. A runtime without
+// an image store of its own (ImageExists or PullImage is
+// runtime.ErrUnsupported: a cluster, whose kubelet pulls) pulls at Run,
+// which still says runtime.ErrImageNotFound for an image it cannot have.
 func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) error {
 	ok, err := p.rt.ImageExists(ctx, s.image)
+	if errors.Is(err, runtime.ErrUnsupported) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -335,6 +345,9 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 	err = p.rt.PullImage(pctx, s.image, func(pp runtime.PullProgress) {
 		p.emit(ctx, p.event(EventPullProgress, c, s, func(ev *Event) { ev.Progress = &pp }))
 	})
+	if errors.Is(err, runtime.ErrUnsupported) {
+		return nil // Run pulls
+	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("pull timed out after %s: %w", p.opts.PullTimeout, err)

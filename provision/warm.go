@@ -97,7 +97,7 @@ type Template struct {
 
 // warmer is s's engine as a Warmer, when warm start is on and it is one.
 func (p *Provisioner) warmer(s *service) (engines.Warmer, bool) {
-	if p.opts.Warm == WarmOff {
+	if p.opts.Warm == WarmOff || p.noImageStore.Load() {
 		return nil, false
 	}
 	w, ok := s.engine.(engines.Warmer)
@@ -420,6 +420,15 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 // says why.
 func (p *Provisioner) warmSpec(ctx context.Context, c *call, s *service, w engines.Warmer, spec runtime.RunSpec) runtime.RunSpec {
 	t, err := p.template(ctx, c, s, w)
+	if errors.Is(err, runtime.ErrUnsupported) {
+		// The runtime has no image store to keep a template in: warm
+		// start is off on it, from now on, without a fallback each time.
+		p.noImageStore.Store(true)
+		if l := p.opts.Logger; l != nil {
+			l.DebugContext(ctx, "warm start off: the runtime has no image store", "runtime", p.rt.Name(), "error", err)
+		}
+		return spec
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			p.emit(ctx, p.event(EventWarmFallback, c, s, func(ev *Event) { ev.Err = c.redact.Error(fmt.Errorf("no warm template: %w", err)) }))

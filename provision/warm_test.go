@@ -203,3 +203,43 @@ func TestWhichWarmFailuresFallBackCold(t *testing.T) {
 		})
 	}
 }
+
+// noImageStore makes the fake a runtime without an image store (a
+// cluster, whose kubelet pulls at Run): every image verb is
+// runtime.ErrUnsupported. Run still needs the image to be there, as a
+// kubelet needs it pullable.
+func (w *world) noImageStore() {
+	for _, verb := range []string{fakeruntime.VerbImageExists, fakeruntime.VerbPull, fakeruntime.VerbImageID,
+		fakeruntime.VerbSaveImage, fakeruntime.VerbLoadImage, fakeruntime.VerbRemoveImage} {
+		w.fake.Fail(verb, "", runtime.ErrUnsupported)
+	}
+}
+
+func TestNoImageStorePullsAtRunAndStartsCold(t *testing.T) {
+	w := newWorld(t)
+	w.noImageStore()
+	p := w.provisioner(w.warmOptions())
+	for _, owner := range []string{"k1", "k2"} {
+		_, err := p.Provision(t.Context(), owner, []string{"postgres", "redis"})
+		require.NoError(t, err, "provision %s: the runtime pulls at Run", owner)
+	}
+	assert.Empty(t, w.events(provision.EventPullStart), "nothing to pull before Run")
+	assert.Empty(t, w.events(provision.EventWarmFallback), "warm start is off, not failing each time")
+	assert.Empty(t, w.events(provision.EventTemplateBuilt))
+	for _, ev := range w.events(provision.EventReady) {
+		assert.Empty(t, ev.Template, "%s started cold", ev.Container)
+	}
+	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbImageID), "the image store is asked once, then warm start is off")
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbLoadImage))
+}
+
+func TestNoImageStoreRunOfAMissingImageIsImageNotFound(t *testing.T) {
+	w := newWorld(t)
+	w.noImageStore()
+	o := w.options()
+	o.Images = map[string]string{"redis": "registry.invalid/absent:1"}
+	_, err := w.provisioner(o).Provision(t.Context(), "k3", []string{"redis"})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, runtime.ErrImageNotFound, "Run, which pulls, says the image cannot be had")
+	assert.Empty(t, w.fake.Containers(), "nothing is left")
+}
