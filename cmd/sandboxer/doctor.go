@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -157,6 +158,9 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 		ok, err := sel.Runtime.ImageExists(ictx, e.Image)
 		cancel()
 		switch {
+		case errors.Is(err, runtime.ErrUnsupported):
+			// A cluster: the kubelet pulls at run, there is nothing to check.
+			ic.Error = "not checked: the runtime pulls images at run (it has no image store)"
 		case err != nil:
 			ic.Error = oneLine(err.Error())
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: cannot check image %s: %s", e.Name, e.Image, ic.Error))
@@ -172,6 +176,9 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 			tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			t, err := p.LookupTemplate(tctx, name)
 			cancel()
+			if errors.Is(err, runtime.ErrUnsupported) {
+				continue // no image store: warm start is off on this runtime
+			}
 			if err != nil {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: cannot check the warm template: %s", name, oneLine(err.Error())))
 				continue

@@ -1,0 +1,106 @@
+package kubernetes_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/roboco/sandboxer/internal/testkit"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// TestProvisionEveryEngineAsPods: the provisioner, which knows no adapter,
+// provisions postgres, redis and mongo on the cluster in network mode (a
+// cluster publishes nothing on the host), the kubelet pulling the images;
+// each is ready by its engine's real client at its pod address, which the
+// test's own clients (pgx, go-redis, mongo-driver) reach with the env
+// handed out; teardown leaves no pod, Secret or ConfigMap of theirs.
+func TestProvisionEveryEngineAsPods(t *testing.T) {
+	h := newHarness(t)
+	ctx := testkit.Context(t, 8*time.Minute)
+	network := "sbx-k8s-net-" + h.id
+	t.Cleanup(func() { _ = h.rt.RemoveNetwork(context.Background(), network) })
+	_, err := h.rt.CreateNetwork(ctx, runtime.NetworkSpec{Name: network})
+	require.NoError(t, err)
+
+	images := map[string]string{}
+	for _, e := range []string{"postgres", "redis", "mongo"} {
+		images[e] = testkit.Image(t, h.rt, e)
+	}
+	p, err := provision.New(h.rt, provision.Options{
+		Network:     network,
+		Images:      images,
+		LabelPrefix: "sbxk" + h.id[:4],
+		Labels:      map[string]string{adapterLabel: h.id},
+		MemoryBytes: 256 << 20,
+		CPUs:        0.5,
+	})
+	require.NoError(t, err)
+	owner := "k" + h.id
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, _ = p.Teardown(cctx, owner)
+	})
+	start := time.Now()
+	sb, err := p.Provision(ctx, owner, []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	t.Logf("postgres, redis and mongo provisioned as pods in %s", time.Since(start).Round(time.Millisecond))
+	env := sb.Map()
+
+	t.Run("PostgresWithPgx", func(t *testing.T) {
+		conn, err := pgx.Connect(ctx, env["ROBOCO_TEST_DB_URL"])
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		var n int
+		require.NoError(t, conn.QueryRow(ctx, "select 41 + 1").Scan(&n))
+		assert.Equal(t, 42, n)
+	})
+	t.Run("RedisWithGoRedis", func(t *testing.T) {
+		c := redis.NewClient(&redis.Options{
+			Addr:     net.JoinHostPort(env["ROBOCO_TEST_REDIS_HOST"], env["ROBOCO_TEST_REDIS_PORT"]),
+			Password: env["ROBOCO_TEST_REDIS_PASSWORD"],
+		})
+		defer c.Close()
+		require.NoError(t, c.Set(ctx, "sandboxer:k", "pod", 0).Err())
+		got, err := c.Get(ctx, "sandboxer:k").Result()
+		require.NoError(t, err)
+		assert.Equal(t, "pod", got)
+	})
+	t.Run("MongoWithMongoDriver", func(t *testing.T) {
+		c, err := mongo.Connect(options.Client().ApplyURI(env["ROBOCO_TEST_MONGO_URL"]))
+		require.NoError(t, err)
+		defer c.Disconnect(ctx)
+		_, err = c.Database(env["ROBOCO_TEST_MONGO_DB"]).Collection("t").InsertOne(ctx, map[string]string{"k": "pod"})
+		require.NoError(t, err)
+	})
+	for _, c := range sb.Containers {
+		assert.Contains(t, h.cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.status.podIP}"), env[fmt.Sprintf("ROBOCO_TEST_%s", hostVar(c.Engine))], "%s is reached at its pod IP", c.Name)
+	}
+
+	removed, err := p.Teardown(ctx, owner)
+	require.NoError(t, err)
+	assert.Len(t, removed, 3)
+	left := h.cl.kubectl(t, ctx, "get", "pods,secrets", "-l", adapterLabel+"="+h.id, "-o", "name")
+	assert.Empty(t, left, "teardown leaves no pod")
+	for _, c := range sb.Containers {
+		out := h.cl.kubectl(t, ctx, "get", "secret", c.Name+".sandboxer-env", "--ignore-not-found", "-o", "name")
+		assert.Empty(t, out, "the Secret of %s is gone", c.Name)
+	}
+}
+
+// hostVar is the emitted env variable (after the prefix) that holds an
+// engine's host.
+func hostVar(engine string) string {
+	return map[string]string{"postgres": "DB_HOST", "redis": "REDIS_HOST", "mongo": "MONGO_HOST"}[engine]
+}
