@@ -508,7 +508,7 @@ func TestRun(t *testing.T) {
 			script: `printf '%s|%s|%s' "$ROBOCO_TEST_REDIS_URL" "$ROBOCO_TEST_DB_HOST" "$H9_OWN"`,
 			want:   0,
 			check: func(t *testing.T, out string) {
-				assert.Regexp(t, `^redis://:[0-9a-f]{32}@127\.0\.0\.1:\d+/0\|127\.0\.0\.1\|mine$`, out)
+				assert.Regexp(t, `^redis://default:[0-9a-f]{32}@127\.0\.0\.1:\d+/0\|127\.0\.0\.1\|mine$`, out)
 			},
 		},
 	}

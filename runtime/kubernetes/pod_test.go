@@ -167,7 +167,8 @@ func TestBuildPod(t *testing.T) {
 	assert.NotContains(t, pod.String(), "s3cret", "the password is nowhere in the pod")
 	assert.Equal(t, "64Mi", c.Resources.Limits.Memory().String())
 	assert.Equal(t, "500m", c.Resources.Limits.Cpu().String())
-	assert.Equal(t, c.Resources.Limits, c.Resources.Requests, "requests are the limits")
+	assert.Equal(t, "64Mi", c.Resources.Requests.Memory().String(), "the memory request is the limit")
+	assert.Equal(t, "50m", c.Resources.Requests.Cpu().String(), "the CPU request is a tenth of the limit")
 	require.Len(t, ps.Volumes, 2)
 	assert.Equal(t, "/b", c.VolumeMounts[0].MountPath)
 	assert.Nil(t, ps.Volumes[0].EmptyDir.SizeLimit)
@@ -234,4 +235,19 @@ func TestExecArgvKeepsEnvOutOfArgv(t *testing.T) {
 
 	_, _, err = execArgv(runtime.ExecSpec{Cmd: []string{"true"}, Env: map[string]string{"A=B": "x"}})
 	assert.ErrorIs(t, err, runtime.ErrInvalid)
+}
+
+func TestStartStateRefusedByTheKubelet(t *testing.T) {
+	refused := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"}}
+	done, _, err := startState(refused)
+	assert.False(t, done)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "OutOfcpu")
+
+	ended := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}},
+	}}}}
+	done, _, err = startState(ended)
+	assert.True(t, done, "a container that ran and ended is started (and exited)")
+	require.NoError(t, err)
 }

@@ -142,7 +142,14 @@ func (r *Runtime) waitStarted(ctx context.Context, pod *corev1.Pod) (runtime.Con
 // ended; an error when it will not start; else why it waits.
 func startState(p *corev1.Pod) (done bool, why string, err error) {
 	switch p.Status.Phase {
-	case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+	case corev1.PodFailed:
+		// Refused by the kubelet's admission (OutOfcpu, OutOfmemory, a
+		// node affinity): the container never started.
+		if st := containerStatus(p); st == nil || st.State.Terminated == nil {
+			return false, "", fmt.Errorf("the kubelet refused the pod: %s: %s", p.Status.Reason, p.Status.Message)
+		}
+		return true, "", nil
+	case corev1.PodRunning, corev1.PodSucceeded:
 		if st := containerStatus(p); st == nil || st.State.Running != nil || st.State.Terminated != nil {
 			return true, "", nil
 		}
