@@ -73,7 +73,9 @@ func SameContainer(was, now Container) bool {
 // after the list answers to the listed ID, so Destroy checks: right before
 // a kill, and again before the remove, it inspects the listed ID and
 // leaves alone a container that is not the listed one any more
-// (SameContainer, outcome Replaced). The data of a sandbox is on tmpfs, so
+// (SameContainer, outcome Replaced); a container gone after its own kill
+// (a backend whose kill removes: Kubernetes) is Removed. The data of a
+// sandbox is on tmpfs, so
 // nothing waits a graceful stop out.
 //
 // It is best-effort in the way teardown needs: a kill that fails or hangs
@@ -136,8 +138,10 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 	if killErr != nil {
 		killErr = fmt.Errorf("identity check before kill: %w", killErr)
 	}
+	killed := false
 	if same {
 		killErr = rt.Kill(kctx, ref)
+		killed = killErr == nil
 		if errors.Is(killErr, ErrNotFound) {
 			killErr = nil
 		}
@@ -154,6 +158,11 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 	defer cancel()
 	step := "identity check before remove"
 	outcome, same, err := check(rctx)
+	if err == nil && outcome == Gone && killed {
+		// The kill itself took the container away (Kubernetes: a pod
+		// cannot be killed and kept): it was removed, by this call.
+		outcome = Removed
+	}
 	if err == nil && same {
 		step = "remove"
 		err = rt.Remove(rctx, ref)

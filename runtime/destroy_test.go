@@ -144,6 +144,27 @@ func TestDestroy(t *testing.T) {
 			wantCalls: []string{fakeruntime.VerbKill, fakeruntime.VerbRemove},
 		},
 		{
+			// A backend whose kill removes (Kubernetes: a pod cannot be
+			// killed and kept): the container is gone after its kill.
+			name: "GoneAfterItsOwnKillIsRemoved",
+			setup: func(t *testing.T, w *destroyWorld) runtime.Container {
+				killed := false
+				w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+					switch {
+					case c.Verb == fakeruntime.VerbKill:
+						killed = true
+					case c.Verb == fakeruntime.VerbInspect && killed:
+						killed = false
+						require.NoError(t, w.fake.Remove(ctx, w.listed.ID))
+					}
+					return nil
+				})
+				return runtime.Container{}
+			},
+			want:      runtime.Removed,
+			wantCalls: []string{fakeruntime.VerbKill, fakeruntime.VerbRemove}, // the kill's own removal
+		},
+		{
 			name: "AbsentIsGone",
 			setup: func(t *testing.T, w *destroyWorld) runtime.Container {
 				require.NoError(t, w.fake.Remove(context.Background(), w.listed.ID))
