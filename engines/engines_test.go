@@ -66,7 +66,7 @@ func TestEnvNamesAndValues(t *testing.T) {
 			{"ROBOCO_TEST_REDIS_HOST", "10.1.2.3"},
 			{"ROBOCO_TEST_REDIS_PORT", "5555"},
 			{"ROBOCO_TEST_REDIS_PASSWORD", cred.Password},
-			{"ROBOCO_TEST_REDIS_URL", "redis://:" + cred.Password + "@10.1.2.3:5555/0"},
+			{"ROBOCO_TEST_REDIS_URL", "redis://default:" + cred.Password + "@10.1.2.3:5555/0"},
 		}},
 		{"mongo", [][2]string{
 			{"ROBOCO_TEST_MONGO_HOST", "10.1.2.3"},

@@ -80,11 +80,19 @@ func (Redis) Probe(ep Endpoint, cred Credentials) []ProbeStep {
 	}}
 }
 
-// Env emits <P>_REDIS_HOST, PORT, PASSWORD and URL (database 0).
+// RedisUser is the user of the URL Env emits: Redis's default user, whose
+// password the sandbox sets. Naming it (redis://default:PASSWORD@...)
+// rather than leaving it empty (redis://:PASSWORD@...) is what every
+// client reads alike: redis-cli -u sends AUTH "" PASSWORD for an empty
+// user, and fails.
+const RedisUser = "default"
+
+// Env emits <P>_REDIS_HOST, PORT, PASSWORD and URL (database 0, user
+// RedisUser).
 func (Redis) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
 	u := url.URL{
 		Scheme: "redis",
-		User:   url.UserPassword("", cred.Password),
+		User:   url.UserPassword(RedisUser, cred.Password),
 		Host:   hostPort(ep),
 		Path:   "/0",
 	}

@@ -174,12 +174,10 @@ func TestProvisionSiblingMode(t *testing.T) {
 				 PGPASSWORD="$ROBOCO_TEST_DB_PASSWORD" psql -h "$ROBOCO_TEST_DB_HOST" -p "$ROBOCO_TEST_DB_PORT" -U "$ROBOCO_TEST_DB_USER" -d "$ROBOCO_TEST_DB_NAME" -tA -c "select v from t"`,
 				"sibling"},
 			{"RedisCli", e.Images["redis"],
-				// Not `redis-cli -u "$ROBOCO_TEST_REDIS_URL"`: redis-cli reads the
-				// empty user of redis://:pass@ as user "" and fails AUTH
-				// (go-redis and redis-py read it as no user).
-				`export REDISCLI_AUTH="$ROBOCO_TEST_REDIS_PASSWORD" &&
-				 redis-cli -h "$ROBOCO_TEST_REDIS_HOST" -p "$ROBOCO_TEST_REDIS_PORT" set k sibling >/dev/null &&
-				 redis-cli -h "$ROBOCO_TEST_REDIS_HOST" -p "$ROBOCO_TEST_REDIS_PORT" get k`,
+				// The URL as it is handed out (redis://default:PASSWORD@...),
+				// then the separate variables.
+				`redis-cli -u "$ROBOCO_TEST_REDIS_URL" --no-auth-warning set k sibling >/dev/null &&
+				 REDISCLI_AUTH="$ROBOCO_TEST_REDIS_PASSWORD" redis-cli -h "$ROBOCO_TEST_REDIS_HOST" -p "$ROBOCO_TEST_REDIS_PORT" get k`,
 				"sibling"},
 			{"Mongosh", e.Images["mongo"],
 				`mongosh "$ROBOCO_TEST_MONGO_URL" --quiet --eval 'db.t.insertOne({v: "sibling"}); print(db.t.findOne().v)'`,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -180,10 +181,14 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 
 	var orphans []Sandbox
 	byOwner := make(map[Owner][]Sandbox)
+	adoptable := make(map[string][]Sandbox)
 	listed := make(map[string]runtime.Container, len(snap.Matched))
 	for _, c := range snap.Matched {
 		sb, ownerErr := j.sandbox(c, now)
 		listed[sb.ID] = c
+		if ownerErr == nil && sb.Owner.Process.IsZero() && c.AdoptedBy != sb.Owner.Name && snap.Exists(sb.Owner.Name) {
+			adoptable[sb.Owner.Name] = append(adoptable[sb.Owner.Name], sb)
+		}
 		switch {
 		case c.Created.IsZero():
 			// Never remove what cannot be aged: it may be in grace.
@@ -229,14 +234,43 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		rep.Removed = orphans
 	} else {
 		j.remove(ctx, orphans, listed, &rep)
+		j.adopt(ctx, adoptable, listed, &rep)
 		j.reconcile(ctx)
 	}
 
-	for _, l := range [][]Sandbox{rep.Removed, rep.Vanished, rep.Kept, rep.Skipped} {
+	for _, l := range [][]Sandbox{rep.Removed, rep.Vanished, rep.Kept, rep.Skipped, rep.Adopted} {
 		slices.SortFunc(l, func(a, b Sandbox) int { return cmp.Compare(a.Name, b.Name) })
 	}
 	slices.SortFunc(rep.Errors, func(a, b Failure) int { return cmp.Compare(a.Sandbox.Name, b.Sandbox.Name) })
 	return rep, rep.Err()
+}
+
+// adopt hands the sandboxes whose owner container exists, and that their
+// owner has not adopted yet, to a runtime that removes a container with
+// its owner (runtime.Adopter), one call per owner, each within
+// Options.CallTimeout. The sandboxes stay in their list (kept, skipped)
+// and are added to rep.Adopted; a failure is logged and tried again on the
+// next sweep: the janitor still covers the sandbox meanwhile.
+func (j *Janitor) adopt(ctx context.Context, adoptable map[string][]Sandbox, listed map[string]runtime.Container, rep *Report) {
+	ad, ok := j.rt.(runtime.Adopter)
+	if !ok || len(adoptable) == 0 {
+		return
+	}
+	for _, owner := range slices.Sorted(maps.Keys(adoptable)) {
+		sbs := adoptable[owner]
+		cs := make([]runtime.Container, len(sbs))
+		for i, sb := range sbs {
+			cs[i] = listed[sb.ID]
+		}
+		actx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
+		err := ad.Adopt(actx, owner, cs)
+		cancel()
+		if err != nil {
+			j.opts.Logger.Warn("janitor: adopt sandboxes by their owner", "runtime", j.rt.Name(), "owner", owner, "sandboxes", len(sbs), "err", err)
+			continue
+		}
+		rep.Adopted = append(rep.Adopted, sbs...)
+	}
 }
 
 // reconcile lets an adapter that keeps host state of its own
@@ -396,6 +430,7 @@ func (j *Janitor) sweepAndLog(ctx context.Context) {
 		"kept", len(rep.Kept),
 		"skipped", len(rep.Skipped),
 		"errors", len(rep.Errors),
+		"adopted", len(rep.Adopted),
 		"took", time.Since(start).Round(time.Millisecond),
 	}
 	if len(rep.Removed) > 0 {

@@ -53,6 +53,11 @@ type Report struct {
 	Errors []Failure
 	// DryRun reports that nothing was removed.
 	DryRun bool
+	// Adopted: sandboxes (also in Kept or Skipped) that this sweep handed
+	// to their owner, on a runtime that then removes them itself when the
+	// owner is deleted (runtime.Adopter). Not counted by Total. Never
+	// filled in a dry run.
+	Adopted []Sandbox
 }
 
 // Total is the number of sandboxes the sweep listed.
@@ -66,8 +71,12 @@ func (r Report) String() string {
 	if r.DryRun {
 		verb = "would remove"
 	}
-	return fmt.Sprintf("%s %d, vanished %d, kept %d, skipped %d (in grace), errors %d",
+	line := fmt.Sprintf("%s %d, vanished %d, kept %d, skipped %d (in grace), errors %d",
 		verb, len(r.Removed), len(r.Vanished), len(r.Kept), len(r.Skipped), len(r.Errors))
+	if len(r.Adopted) > 0 {
+		line += fmt.Sprintf(", adopted %d", len(r.Adopted))
+	}
+	return line
 }
 
 // Err joins the per-container errors (nil when there are none).

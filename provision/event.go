@@ -30,6 +30,9 @@ const (
 	EventFailed          EventKind = "failed"
 	EventRolledBack      EventKind = "rolled-back"
 	EventRemoved         EventKind = "removed"
+	// EventAdopted: the runtime now removes the sandbox (Container) itself
+	// when its owner is deleted (runtime.Adopter).
+	EventAdopted EventKind = "adopted"
 )
 
 // Event is one step of a provision or teardown. It never carries a

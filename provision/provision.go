@@ -182,6 +182,13 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 		sb.Containers = append(sb.Containers, s.result)
 		sb.Env = append(sb.Env, s.engine.Env(p.opts.EnvPrefix, s.result.Endpoint, s.cred)...)
 	}
+	created := make([]runtime.Container, len(svcs))
+	for i, s := range svcs {
+		created[i] = s.created
+	}
+	if p.adoptCreated(ctx, c.owner, created) {
+		sb.AdoptedBy = c.owner
+	}
 	return sb, nil
 }
 

@@ -190,7 +190,7 @@ func TestHostModeEnv(t *testing.T) {
 	assert.Equal(t, "sandbox", env["ROBOCO_TEST_DB_NAME"])
 	assert.Equal(t, "postgres", env["ROBOCO_TEST_DB_ADMIN_DB"])
 	assert.Equal(t, fmt.Sprintf("postgres://sandbox:%s@127.0.0.1:%d/sandbox?sslmode=disable", env["ROBOCO_TEST_DB_PASSWORD"], pg.Endpoint.Port), env["ROBOCO_TEST_DB_URL"])
-	assert.Equal(t, fmt.Sprintf("redis://:%s@127.0.0.1:%d/0", env["ROBOCO_TEST_REDIS_PASSWORD"], redis.Endpoint.Port), env["ROBOCO_TEST_REDIS_URL"])
+	assert.Equal(t, fmt.Sprintf("redis://default:%s@127.0.0.1:%d/0", env["ROBOCO_TEST_REDIS_PASSWORD"], redis.Endpoint.Port), env["ROBOCO_TEST_REDIS_URL"])
 	assert.Equal(t, "admin", env["ROBOCO_TEST_MONGO_AUTH_DB"])
 	assert.Equal(t, fmt.Sprintf("mongodb://sandbox:%s@127.0.0.1:%d/sandbox?authSource=admin", env["ROBOCO_TEST_MONGO_PASSWORD"], mongo.Endpoint.Port), env["ROBOCO_TEST_MONGO_URL"])
 

@@ -24,6 +24,11 @@ type Sandbox struct {
 	// engine's variables in the engine's order. It holds passwords, so
 	// json.Marshal leaves it out; Render writes it when asked to.
 	Env []engines.EnvVar `json:"-"`
+	// AdoptedBy is the owner whose deletion makes the runtime itself remove
+	// these sandboxes (runtime.Adopter): set when the owner already existed
+	// when Provision returned; empty otherwise, and on a runtime that
+	// cannot adopt (see Provisioner.Adopt).
+	AdoptedBy string `json:"adopted_by,omitempty"`
 }
 
 // Container is one running sandbox.

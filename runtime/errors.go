@@ -95,4 +95,5 @@ const (
 	OpSnapshot      = "snapshot"
 	OpCreateNetwork = "create network"
 	OpRemoveNetwork = "remove network"
+	OpAdopt         = "adopt"
 )

@@ -221,6 +221,10 @@ type Container struct {
 	Mounts []Mount
 	// Privileged reports whether the container runs privileged.
 	Privileged bool
+	// AdoptedBy names the owner whose deletion makes the backend itself
+	// remove this container (see Adopter); empty when none, and always
+	// empty on a backend that cannot adopt.
+	AdoptedBy string
 }
 
 // Running reports whether the container's state is running.

@@ -347,7 +347,7 @@ func TestRedisAndMongoURLs(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
 		t.Run("redis", func(t *testing.T) {
 			rd := sandboxtest.NewDB(t, "redis", dbOptions(t, r, "redis"))
-			assert.Regexp(t, `^redis://:[0-9a-f]{32}@127\.0\.0\.1:\d+/([1-9]\d*)$`, rd.URL)
+			assert.Regexp(t, `^redis://default:[0-9a-f]{32}@127\.0\.0\.1:\d+/([1-9]\d*)$`, rd.URL)
 			assert.Equal(t, "/"+rd.Name, must(url.Parse(rd.URL)).Path)
 		})
 		t.Run("mongo", func(t *testing.T) {

@@ -108,7 +108,7 @@ func TestShorthandsUseTheDefaults(t *testing.T) {
 	sb := sandboxtest.Redis(t)
 	require.Len(t, sb.Containers, 1)
 	assert.Regexp(t, `^roboco-sandbox-redis-test-[0-9a-f]{10}$`, sb.Containers[0].Name)
-	assert.Regexp(t, `^redis://:[0-9a-f]{32}@127\.0\.0\.1:\d+/0$`, sb.DSN("redis"))
+	assert.Regexp(t, `^redis://default:[0-9a-f]{32}@127\.0\.0\.1:\d+/0$`, sb.DSN("redis"))
 	t.Cleanup(func() {
 		// Registered after Start's cleanup, so it runs before it.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -396,6 +396,14 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 			}
 			assert.Equal(t, "[]\n", c.mustSbx("ls", "--owner", "someone-else", "-o", "json").stdout)
 
+			// adopt: Docker cannot remove a container with its owner; it
+			// says so, changes nothing, and the janitor stays in charge.
+			adopt := c.sbx("adopt", "--owner", owner)
+			assert.Equal(t, 1, adopt.code, adopt.stderr)
+			assert.Contains(t, adopt.stderr, "janitor")
+			assert.Empty(t, adopt.stdout)
+			assert.Len(t, c.containers(), len(tt.services))
+
 			// down, twice.
 			down := c.mustSbx("down", "--owner", owner)
 			assert.ElementsMatch(t, want, strings.Fields(strings.ReplaceAll(down.stdout, "removed ", "")))
@@ -500,7 +508,7 @@ func TestRun(t *testing.T) {
 			script: `printf '%s|%s|%s' "$ROBOCO_TEST_REDIS_URL" "$ROBOCO_TEST_DB_HOST" "$H9_OWN"`,
 			want:   0,
 			check: func(t *testing.T, out string) {
-				assert.Regexp(t, `^redis://:[0-9a-f]{32}@127\.0\.0\.1:\d+/0\|127\.0\.0\.1\|mine$`, out)
+				assert.Regexp(t, `^redis://default:[0-9a-f]{32}@127\.0\.0\.1:\d+/0\|127\.0\.0\.1\|mine$`, out)
 			},
 		},
 	}

@@ -51,7 +51,10 @@ type reportJSON struct {
 	Kept     []sweptJSON `json:"kept"`
 	Skipped  []sweptJSON `json:"skipped"`
 	Errors   []sweptJSON `json:"errors"`
-	Summary  string      `json:"summary"`
+	// Adopted: sandboxes (also kept or skipped) the sweep handed to their
+	// owner, on a runtime that removes them itself with the owner.
+	Adopted []sweptJSON `json:"adopted"`
+	Summary string      `json:"summary"`
 	// Runtimes are the runtimes swept, as ls names them.
 	Runtimes []string `json:"runtimes"`
 }
@@ -83,6 +86,7 @@ func total(sweeps []sweep, dryRun bool) janitor.Report {
 		sum.Kept = append(sum.Kept, s.rep.Kept...)
 		sum.Skipped = append(sum.Skipped, s.rep.Skipped...)
 		sum.Errors = append(sum.Errors, s.rep.Errors...)
+		sum.Adopted = append(sum.Adopted, s.rep.Adopted...)
 	}
 	return sum
 }
@@ -149,13 +153,14 @@ not be judged or removed.
 			})
 			err = joinErrors(append(errs, l.missing)...)
 			if format == "json" {
-				out := reportJSON{DryRun: dryRun, Removed: []sweptJSON{}, Vanished: []sweptJSON{}, Kept: []sweptJSON{}, Skipped: []sweptJSON{}, Errors: []sweptJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
+				out := reportJSON{DryRun: dryRun, Removed: []sweptJSON{}, Vanished: []sweptJSON{}, Kept: []sweptJSON{}, Skipped: []sweptJSON{}, Errors: []sweptJSON{}, Adopted: []sweptJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
 				for _, s := range sweeps {
 					out.Runtimes = append(out.Runtimes, s.on)
 					out.Removed = append(out.Removed, swept(s.rep.Removed, s.on)...)
 					out.Vanished = append(out.Vanished, swept(s.rep.Vanished, s.on)...)
 					out.Kept = append(out.Kept, swept(s.rep.Kept, s.on)...)
 					out.Skipped = append(out.Skipped, swept(s.rep.Skipped, s.on)...)
+					out.Adopted = append(out.Adopted, swept(s.rep.Adopted, s.on)...)
 					for _, f := range s.rep.Errors {
 						e := sweptOf(f.Sandbox, s.on)
 						e.Error = oneLine(f.Err.Error())
@@ -210,6 +215,11 @@ func writeReport(w io.Writer, sweeps []sweep, dryRun bool) {
 	for _, sw := range sweeps {
 		for _, s := range sw.rep.Skipped {
 			line("skipped", s, sw.on, "\t(in grace)")
+		}
+	}
+	for _, sw := range sweeps {
+		for _, s := range sw.rep.Adopted {
+			line("adopted", s, sw.on, "\t(removed with its owner from now on)")
 		}
 	}
 	for _, sw := range sweeps {

@@ -2,7 +2,7 @@
 // Redis and Mongo sandboxes as sibling containers on Docker, Podman or
 // containerd.
 //
-// Commands: up, spawn, down, ls, gc, janitor, run, engines, doctor; `sandboxer
+// Commands: up, spawn, down, adopt, ls, gc, janitor, run, engines, doctor; `sandboxer
 // --help` lists the global flags and the exit codes. The command is a thin
 // layer: flags, output formats and exit codes. The lifecycle lives in the
 // provision and janitor packages, the runtime choice in runtime/detect.

@@ -50,6 +50,7 @@ const (
 	VerbSnapshot      = "snapshot"
 	VerbCreateNetwork = "create-network"
 	VerbRemoveNetwork = "remove-network"
+	VerbAdopt         = "adopt"
 )
 
 // DefaultNetwork is the network containers join when their spec names none.
@@ -642,10 +643,22 @@ func (f *Runtime) Remove(ctx context.Context, ref string) error {
 	if c == nil {
 		return nil
 	}
+	f.removeLocked(c)
+	return nil
+}
+
+// removeLocked deletes c, its anonymous volumes and, as a cluster's
+// garbage collector would, every container adopted by it (see Adopting).
+// f.mu must be held.
+func (f *Runtime) removeLocked(c *container) {
 	c.closeListeners()
 	f.dropVolumes(c.c.ID)
 	delete(f.containers, c.c.ID)
-	return nil
+	for _, d := range f.containers {
+		if d.c.AdoptedBy != "" && (d.c.AdoptedBy == c.c.Name || d.c.AdoptedBy == c.c.ID) {
+			f.removeLocked(d)
+		}
+	}
 }
 
 // RemoveByID implements runtime.IDRemover as SetIDsNeverReused says:

@@ -53,7 +53,22 @@ func TestConformance(t *testing.T) {
 		// of the test's own: its volume mounts, typed by their volume.
 		StoredMounts: cl.storedMounts,
 		OwnIDs:       cl.sandboxIDs,
+		// Every pod's UID (Container.ID), from the test's own clientset.
+		ContainerIDs: cl.podUIDs,
 	})
+}
+
+// podUIDs lists the UID of every pod of the namespace.
+func (cl *cluster) podUIDs(ctx context.Context) ([]string, error) {
+	pods, err := cl.cs.CoreV1().Pods(cl.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(pods.Items))
+	for _, p := range pods.Items {
+		ids = append(ids, string(p.UID))
+	}
+	return ids, nil
 }
 
 // cluster is what the tests know of the test cluster, from outside the

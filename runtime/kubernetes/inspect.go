@@ -155,6 +155,7 @@ func toContainer(p *corev1.Pod) runtime.Container {
 		c.ExitCode = int(term.ExitCode)
 		c.OOMKilled = term.Reason == "OOMKilled"
 	}
+	c.AdoptedBy = adoptedBy(p)
 	if ip := p.Status.PodIP; ip != "" {
 		c.Networks = map[string]string{DefaultNetwork: ip}
 		if n := p.Labels[networkLabel]; n != "" {

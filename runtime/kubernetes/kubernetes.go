@@ -31,8 +31,12 @@
 //     List report the union, exactly as set; List selects on the pod labels
 //     server side and filters the rest client side.
 //   - Tmpfs: an emptyDir{medium: Memory} per path, sized by "size=".
-//   - MemoryBytes, CPUs: limits, and the same requests, so that the pod is
-//     scheduled for what it may use.
+//   - MemoryBytes, CPUs: limits. The memory request is the whole limit
+//     (a sandbox's data lives in memory: the node must have it), the CPU
+//     request a tenth of the limit (at least 10m): CPU is compressible,
+//     and a whole-limit request would fit no trio on a 2-core node. A pod
+//     the kubelet refuses (OutOfcpu, OutOfmemory) fails Run with that
+//     reason.
 //   - Container.ID is the pod's UID (stable, unique across re-creations of
 //     a name); names and UIDs are both accepted by every verb.
 //   - State: Pending is created, Running is running (exited once its

@@ -208,6 +208,17 @@ func parseSize(v string) (int64, error) {
 // buildPod is the pod of spec (checked by checkSpec). created holds it
 // back from scheduling (Create). The env is not in it: envFrom names the
 // pod's Secret.
+// A pod requests all the memory it may use (what a sandbox holds lives in
+// memory: a node must have it), but only a share of its CPU limit: CPU is
+// compressible, and requesting the whole limit would let a 2-core node
+// take no more than two 1-CPU sandboxes, not even one trio.
+const (
+	// cpuRequestShare: the CPU request is the limit divided by this.
+	cpuRequestShare = 10
+	// minCPURequestMilli is the smallest CPU request, in millicores.
+	minCPURequestMilli = 10
+)
+
 func (r *Runtime) buildPod(spec runtime.RunSpec, created bool) (*corev1.Pod, error) {
 	labels, annotations, err := splitLabels(spec.Labels)
 	if err != nil {
@@ -235,7 +246,11 @@ func (r *Runtime) buildPod(spec runtime.RunSpec, created bool) (*corev1.Pod, err
 		if spec.CPUs > 0 {
 			res[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Round(spec.CPUs*1000)), resource.DecimalSI)
 		}
-		c.Resources = corev1.ResourceRequirements{Limits: res, Requests: res.DeepCopy()}
+		req := res.DeepCopy()
+		if cpu, ok := res[corev1.ResourceCPU]; ok {
+			req[corev1.ResourceCPU] = *resource.NewMilliQuantity(max(cpu.MilliValue()/cpuRequestShare, minCPURequestMilli), resource.DecimalSI)
+		}
+		c.Resources = corev1.ResourceRequirements{Limits: res, Requests: req}
 	}
 	var volumes []corev1.Volume
 	for i, path := range slices.Sorted(maps.Keys(spec.Tmpfs)) {

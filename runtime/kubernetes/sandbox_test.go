@@ -1,0 +1,225 @@
+package kubernetes_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testkit"
+	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime/kubernetes"
+)
+
+// The tests of this file provision on the cluster as the CLI does
+// (provision and janitor on the adapter, in network mode: a cluster
+// publishes nothing on the provisioner's 127.0.0.1), and look at the
+// result the way a cluster's user does: kubectl, and the engines' own
+// clients in pods of their own.
+
+// world is a test's world on the cluster (testruntimes.World: its own label
+// prefix, its sandboxes and labelled pods removed when the test ends).
+func world(t *testing.T) (*cluster, *testruntimes.World) {
+	t.Helper()
+	testkit.RequireRuntime(t)
+	cl := newCluster(t)
+	return cl, testruntimes.NewWorld(t, testruntimes.Runtime{Name: kubernetes.Name, RT: cl.runtime(t)})
+}
+
+// apply feeds manifest to `kubectl apply -f -` (on stdin: a Secret's value
+// never reaches an argv).
+func (cl *cluster) apply(t *testing.T, ctx context.Context, manifest string) {
+	t.Helper()
+	var errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", cl.kubeconfig, "-n", cl.namespace, "apply", "-f", "-")
+	cmd.Stdin, cmd.Stderr = strings.NewReader(manifest), &errb
+	require.NoError(t, cmd.Run(), "kubectl apply: %s", errb.String())
+}
+
+// podYAML is a pod on the test's node (the test cluster runs no
+// scheduler), with the world's test label so that its cleanup removes it.
+func podYAML(w *testruntimes.World, node, name, image, secret string, command ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  labels: {%q: \"1\"}\n", name, w.TestLabel())
+	fmt.Fprintf(&b, "spec:\n  nodeName: %s\n  restartPolicy: Never\n  automountServiceAccountToken: false\n  terminationGracePeriodSeconds: 0\n", node)
+	fmt.Fprintf(&b, "  containers:\n  - name: main\n    image: %s\n    command: [", image)
+	for i, c := range command {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", c)
+	}
+	b.WriteString("]\n")
+	if secret != "" {
+		fmt.Fprintf(&b, "    envFrom:\n    - secretRef: {name: %s}\n", secret)
+	}
+	return b.String()
+}
+
+// phase is a pod's phase as kubectl reports it ("" once it is gone).
+func (cl *cluster) phase(t *testing.T, ctx context.Context, pod string) string {
+	t.Helper()
+	return strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", pod, "--ignore-not-found", "-o", "jsonpath={.status.phase}"))
+}
+
+// gone reports whether no pod and no Secret with this name is left.
+func (cl *cluster) gone(t *testing.T, ctx context.Context, name string) error {
+	t.Helper()
+	left := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod,secret", "--ignore-not-found", "--field-selector", "metadata.name="+name, "-o", "name"))
+	if left != "" {
+		return fmt.Errorf("still there: %s", strings.ReplaceAll(left, "\n", ", "))
+	}
+	return nil
+}
+
+// TestSandboxesServeRealClientsInOtherPods provisions postgres, redis and
+// mongo on the cluster, then logs in to each from a pod of its own, with
+// the engine's own client (psql, redis-cli, mongosh) from the stand-in
+// image, at the URL the provisioner handed out: the pod address, reached
+// across the cluster's pod network.
+func TestSandboxesServeRealClientsInOtherPods(t *testing.T) {
+	cl, w := world(t)
+	ctx := testkit.Context(t, 8*time.Minute)
+	network := w.Network(ctx)
+	p := w.Provisioner(func(o *provision.Options) { o.Network = network })
+	sb, err := p.Provision(ctx, w.Owner("wire"), []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	require.Len(t, sb.Containers, 3)
+
+	clients := map[string][]string{
+		"postgres": {"sh", "-c", `exec psql "$URL" -tAc 'select 40 + 2'`},
+		"redis":    {"sh", "-c", `exec redis-cli -u "$URL" --no-auth-warning ping`},
+		"mongo":    {"sh", "-c", `exec mongosh "$URL" --quiet --eval 'db.runCommand({ping: 1}).ok'`},
+	}
+	want := map[string]string{"postgres": "42", "redis": "PONG", "mongo": "1"}
+	for _, c := range sb.Containers {
+		t.Run(c.Engine, func(t *testing.T) {
+			podIP := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.status.podIP}"))
+			require.NotEmpty(t, podIP)
+			assert.Equal(t, podIP, c.Endpoint.Host, "the handed-out address is the sandbox pod's")
+			url, err := testruntimes.URL(sb, c)
+			require.NoError(t, err)
+
+			name := "client-" + c.Name
+			cl.apply(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  labels: {%q: \"1\"}\nstringData:\n  URL: %q\n", name, w.TestLabel(), url))
+			t.Cleanup(func() { cl.kubectl(t, context.Background(), "delete", "secret", name, "--ignore-not-found") })
+			cl.apply(t, ctx, podYAML(w, cl.node, name, w.Images[c.Engine], name, clients[c.Engine]...))
+			testkit.Poll(t, 3*time.Minute, 200*time.Millisecond, func() error {
+				if ph := cl.phase(t, ctx, name); ph != "Succeeded" && ph != "Failed" {
+					return fmt.Errorf("client pod %s is %q", name, ph)
+				}
+				return nil
+			})
+			logs := strings.TrimSpace(cl.kubectl(t, ctx, "logs", name))
+			require.Equal(t, "Succeeded", cl.phase(t, ctx, name), "the client's output: %s", logs)
+			assert.Equal(t, want[c.Engine], logs)
+		})
+	}
+}
+
+// TestAdoptedSandboxesGoWithTheirAgentPod is the owner lifetime on a
+// cluster: sandboxes provisioned before their agent pod exist unadopted
+// (the janitor's grace covers them); once the agent pod is made (with
+// kubectl, as an orchestrator would), sandboxer adopts them, and when the
+// agent pod is deleted the cluster's garbage collector deletes the
+// sandbox pods and their Secrets, with no sandboxer call in between. A
+// sandbox whose agent never came is not adopted, outlives the other
+// agent, and is the janitor's to remove.
+func TestAdoptedSandboxesGoWithTheirAgentPod(t *testing.T) {
+	cl, w := world(t)
+	ctx := testkit.Context(t, 8*time.Minute)
+	network := w.Network(ctx)
+	p := w.Provisioner(func(o *provision.Options) { o.Network = network })
+	id, lonely := w.Owner("ad"), w.Owner("lonely")
+	agent := p.OwnerName(id)
+
+	sb, err := p.Provision(ctx, id, []string{"redis", "mongo"})
+	require.NoError(t, err)
+	assert.Empty(t, sb.AdoptedBy, "no agent pod yet")
+	other, err := p.Provision(ctx, lonely, []string{"redis"})
+	require.NoError(t, err)
+	_, err = p.Adopt(ctx, id)
+	require.Error(t, err, "no agent pod to adopt by")
+
+	cl.apply(t, ctx, podYAML(w, cl.node, agent, w.Images["redis"], "", "sleep", "3600"))
+	adopted, err := p.Adopt(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, adopted, 2)
+	agentUID := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", agent, "-o", "jsonpath={.metadata.uid}"))
+	for _, c := range sb.Containers {
+		refs := cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", `jsonpath={range .metadata.ownerReferences[*]}{.kind}/{.name}/{.uid}{"\n"}{end}`)
+		assert.Equal(t, "Pod/"+agent+"/"+agentUID, strings.TrimSpace(refs), "%s is owned by the agent pod", c.Name)
+	}
+	again, err := p.Adopt(ctx, id)
+	require.NoError(t, err)
+	assert.Empty(t, again, "adopted already")
+
+	// The agent pod goes; nothing of sandboxer runs from here on.
+	cl.kubectl(t, ctx, "delete", "pod", agent, "--wait=true")
+	start := time.Now()
+	for _, c := range sb.Containers {
+		testkit.Poll(t, 3*time.Minute, 500*time.Millisecond, func() error { return cl.gone(t, ctx, c.Name) },
+			"the garbage collector deletes %s and its Secret", c.Name)
+	}
+	t.Logf("the cluster deleted the adopted sandboxes %s after their agent pod", time.Since(start).Round(time.Second))
+
+	lonelyName := other.Containers[0].Name
+	assert.Equal(t, "Running", cl.phase(t, ctx, lonelyName), "a sandbox that was never adopted outlives another agent")
+	rep, err := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix, NoGrace: true}).Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{lonelyName}, names(rep.Removed), "the janitor removes the never-adopted orphan")
+	require.NoError(t, cl.gone(t, ctx, lonelyName))
+}
+
+// TestJanitorAdoptsOnceTheAgentPodExists: a janitor sweep adopts the
+// sandboxes of an agent pod that appeared after them, inside the grace
+// window too, and a second sweep adopts nothing again.
+func TestJanitorAdoptsOnceTheAgentPodExists(t *testing.T) {
+	cl, w := world(t)
+	ctx := testkit.Context(t, 5*time.Minute)
+	network := w.Network(ctx)
+	p := w.Provisioner(func(o *provision.Options) { o.Network = network })
+	id := w.Owner("jan")
+	sb, err := p.Provision(ctx, id, []string{"redis"})
+	require.NoError(t, err)
+	j := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix})
+
+	rep, err := j.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Adopted, "no agent pod yet")
+	assert.Equal(t, []string{sb.Containers[0].Name}, names(rep.Skipped))
+
+	cl.apply(t, ctx, podYAML(w, cl.node, p.OwnerName(id), w.Images["redis"], "", "sleep", "3600"))
+	rep, err = j.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{sb.Containers[0].Name}, names(rep.Adopted))
+	owner := cl.kubectl(t, ctx, "get", "pod", sb.Containers[0].Name, "-o", "jsonpath={.metadata.ownerReferences[0].name}")
+	assert.Equal(t, p.OwnerName(id), owner)
+
+	rep, err = j.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Adopted, "the second sweep sees the adoption (Container.AdoptedBy)")
+	if errors.Is(err, nil) {
+		listed, lerr := w.RT.List(ctx, w.SandboxLabels())
+		require.NoError(t, lerr)
+		require.Len(t, listed, 1)
+		assert.Equal(t, p.OwnerName(id), listed[0].AdoptedBy)
+	}
+}
+
+func names(sbs []janitor.Sandbox) []string {
+	out := []string{}
+	for _, s := range sbs {
+		out = append(out, s.Name)
+	}
+	return out
+}
