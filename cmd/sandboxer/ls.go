@@ -34,9 +34,12 @@ type listed struct {
 	// Status is State as the table says it, with why an exited sandbox
 	// ended: "exited (OOM killed)", "exited (code 1)" (runtime.Container's
 	// Status); ExitCode and OOMKilled are the same for scripts.
-	Status     string            `json:"status"`
-	ExitCode   *int              `json:"exit_code,omitempty"`
-	OOMKilled  bool              `json:"oom_killed"`
+	Status    string `json:"status"`
+	ExitCode  *int   `json:"exit_code,omitempty"`
+	OOMKilled bool   `json:"oom_killed"`
+	// AdoptedBy: the owner the runtime itself removes the sandbox with
+	// (Kubernetes adoption), when adopted.
+	AdoptedBy  string            `json:"adopted_by,omitempty"`
 	Created    time.Time         `json:"created"`
 	AgeSeconds int64             `json:"age_seconds"`
 	Endpoint   *engines.Endpoint `json:"endpoint"`
@@ -152,6 +155,7 @@ func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 		State:           c.State,
 		Status:          c.Status(),
 		OOMKilled:       c.OOMKilled,
+		AdoptedBy:       c.AdoptedBy,
 		Created:         c.Created,
 		Runtime:         on.label,
 		RuntimeEndpoint: on.Shown(),

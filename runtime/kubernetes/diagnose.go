@@ -19,6 +19,7 @@ type access struct {
 // README grants exactly these.
 var accesses = []access{
 	{"create", "pods", ""}, {"get", "pods", ""}, {"list", "pods", ""}, {"delete", "pods", ""},
+	{"update", "pods", ""}, // Adopt: the ownerReference to the agent pod
 	{"create", "pods", "exec"}, {"get", "pods", "exec"},
 	{"create", "secrets", ""}, {"get", "secrets", ""}, {"update", "secrets", ""}, {"delete", "secrets", ""},
 	{"create", "configmaps", ""}, {"get", "configmaps", ""}, {"delete", "configmaps", ""},
