@@ -93,7 +93,10 @@ const (
 
 const (
 	// DefaultNetwork is the name under which Container.Networks reports
-	// every pod's address on the cluster's pod network.
+	// every pod's address on the cluster's pod network. It is a network
+	// that always exists: RunSpec.Network (and `up --network pod`) may
+	// name it without a CreateNetwork; CreateNetwork of it is
+	// ErrAlreadyExists and RemoveNetwork of it does nothing.
 	DefaultNetwork = "pod"
 	// requestTimeout bounds one API request (rest.Config.Timeout).
 	requestTimeout = 30 * time.Second

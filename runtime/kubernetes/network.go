@@ -24,6 +24,9 @@ func configMapName(network string) string { return networkPrefix + network }
 // and is reached at its pod IP. The name must be a DNS-1123 label.
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
 	const op = runtime.OpCreateNetwork
+	if spec.Name == DefaultNetwork {
+		return runtime.Network{}, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrAlreadyExists, "%q is the cluster's own pod network, which every pod is on", DefaultNetwork))
+	}
 	if err := validNetworkName(spec.Name); err != nil {
 		return runtime.Network{}, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrInvalid, "%w", err))
 	}
@@ -48,6 +51,9 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 // cluster's).
 func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	const op = runtime.OpRemoveNetwork
+	if name == DefaultNetwork {
+		return nil // the cluster's, not sandboxer's to remove
+	}
 	cm, err := r.getNetwork(ctx, name)
 	switch {
 	case isNotFound(err):

@@ -224,7 +224,7 @@ func (r *Runtime) buildPod(spec runtime.RunSpec, created bool) (*corev1.Pod, err
 	if err != nil {
 		return nil, err
 	}
-	if spec.Network != "" {
+	if spec.Network != "" && spec.Network != DefaultNetwork {
 		labels[networkLabel] = spec.Network
 	}
 	c := corev1.Container{

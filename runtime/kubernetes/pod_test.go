@@ -277,3 +277,13 @@ func TestStartState(t *testing.T) {
 		})
 	}
 }
+
+func TestBuildPodOnThePodNetworkHasNoNetworkLabel(t *testing.T) {
+	r := &Runtime{namespace: "ns"}
+	pod, err := r.buildPod(runtime.RunSpec{Name: "sbx-a", Image: "img", Network: DefaultNetwork}, false)
+	require.NoError(t, err)
+	assert.NotContains(t, pod.Labels, networkLabel, "the cluster's pod network is no network of sandboxer's")
+	pod, err = r.buildPod(runtime.RunSpec{Name: "sbx-b", Image: "img", Network: "mine"}, false)
+	require.NoError(t, err)
+	assert.Equal(t, "mine", pod.Labels[networkLabel])
+}

@@ -64,7 +64,7 @@ func (r *Runtime) make(ctx context.Context, op string, spec runtime.RunSpec, cre
 	if err := checkSpec(spec); err != nil {
 		return nil, r.wrap(op, spec.Name, err)
 	}
-	if spec.Network != "" {
+	if spec.Network != "" && spec.Network != DefaultNetwork {
 		if _, err := r.getNetwork(ctx, spec.Network); err != nil {
 			return nil, r.wrap(op, spec.Name, fmt.Errorf("network %s: %w", spec.Network, err))
 		}
