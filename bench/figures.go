@@ -43,6 +43,12 @@ func figStarted(engine string) string { return "  " + engine + ": call start to 
 func figReady(engine string) string {
 	return "  " + engine + ": started to ready (probe polling, port check)"
 }
+func figRun(engine string) string {
+	return "  " + engine + ": the run request (create, start, inspect)"
+}
+func figBeforeRun(engine string) string {
+	return "  " + engine + ": call start to run request (validate, list, image check)"
+}
 func figRawRun(engine string) string {
 	return "  baseline: " + engine + " run only (create, start, port)"
 }
@@ -65,6 +71,8 @@ func (s *Suite) declare() {
 	for _, n := range names {
 		add(&Figure{Name: FigProvision(n), Unit: UnitMS, Baseline: FigBaseline(n), Target: ratio(1.05), Note: "Provision, host mode, until it returns ready"})
 		add(&Figure{Name: figStarted(n), Unit: UnitMS, Baseline: figRawRun(n), Note: "validate, list, image check, run (create, start, inspect)"})
+		add(&Figure{Name: figBeforeRun(n), Unit: UnitMS, Note: "what a provision does before its Run; the list runs beside the image check"})
+		add(&Figure{Name: figRun(n), Unit: UnitMS, Baseline: figRawRun(n), Note: "the provisioner's Run, as the runtime answered it"})
 		add(&Figure{Name: figRawRun(n), Unit: UnitMS, Note: "the baseline's run request alone"})
 		add(&Figure{Name: figReady(n), Unit: UnitMS})
 		add(&Figure{Name: figAttempts(n), Unit: UnitCount})
@@ -74,7 +82,7 @@ func (s *Suite) declare() {
 	add(&Figure{Name: FigTrio, Unit: UnitMS, Target: ratio(1.10), Compare: FigRawTrio, Note: "vs the slowest single-engine baseline"})
 	add(&Figure{Name: FigRawTrio, Unit: UnitMS, Note: "runtime API, the three started together; until the last login"})
 	add(&Figure{Name: FigTrioSeq, Unit: UnitMS, Baseline: FigTrio, Note: "three Provision calls in a row; the ratio is what parallelism buys"})
-	add(&Figure{Name: FigTeardown, Unit: UnitMS, Baseline: FigRawRemoveTrio, Target: ratio(1.05), Note: "Teardown of a ready trio (list; per sandbox: identity check, kill, identity check, remove)"})
+	add(&Figure{Name: FigTeardown, Unit: UnitMS, Baseline: FigRawRemoveTrio, Target: ratio(1.05), Note: "Teardown of a ready trio (list; per sandbox: one forced remove by its ID where the runtime's IDs are never reused, else identity check, kill, identity check, remove)"})
 	add(&Figure{Name: FigRawRemoveTrio, Unit: UnitMS, Note: "runtime API remove --force of a ready trio"})
 	add(&Figure{Name: FigImage, Unit: UnitMS, Baseline: FigRawImage, Target: maxMS(10), Note: "the adapter's ImageExists (what Provision asks first)"})
 	add(&Figure{Name: FigRawImage, Unit: UnitMS, Note: "runtime API image inspect"})

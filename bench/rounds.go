@@ -9,11 +9,9 @@ import (
 	"github.com/roboco/sandboxer/provision"
 )
 
-// round measures every engine alone next to its baseline, the trio both
-// ways, and the trio's teardown next to a raw removal.
-func (s *Suite) round(ctx context.Context, p *provision.Provisioner, r int) {
-	names := s.Registry.Names()
-	for _, n := range names {
+// engines measures every engine alone next to its baseline.
+func (s *Suite) engines(ctx context.Context, p *provision.Provisioner, r int) {
+	for _, n := range s.Registry.Names() {
 		e, _ := s.Registry.Lookup(n)
 		d, id, err := s.baselineWith(ctx, n, fmt.Sprint(r), e.Spec().ReadyTimeout, true)
 		if err != nil {
@@ -30,7 +28,12 @@ func (s *Suite) round(ctx context.Context, p *provision.Provisioner, r int) {
 			s.sample(FigProvision(n), ms(d))
 		}
 	}
+}
 
+// trio measures the trio both ways, and its teardown next to a raw
+// removal.
+func (s *Suite) trio(ctx context.Context, p *provision.Provisioner, r int) {
+	names := s.Registry.Names()
 	owner := fmt.Sprintf("r%d-trio", r)
 	start := time.Now()
 	if _, err := p.Provision(ctx, owner, names); err != nil {
@@ -97,6 +100,10 @@ func (s *Suite) phases(sb provision.Sandbox, engine string) {
 		return
 	}
 	s.sample(figStarted(engine), ms(started.Elapsed))
+	if run, ok := s.timed.runTime(sb.Containers[0].ID); ok {
+		s.sample(figRun(engine), ms(run))
+		s.sample(figBeforeRun(engine), ms(started.Elapsed-run))
+	}
 	s.sample(figReady(engine), ms(ready.Elapsed-started.Elapsed))
 	s.sample(figAttempts(engine), float64(ready.Attempts))
 	s.note(figAttempts(engine), fmt.Sprintf("readiness %s: %s", ready.Readiness, ready.ReadinessWhy))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,11 @@ type Suite struct {
 	// ImageChecks is the number of image-present checks (default 100).
 	ImageChecks int
 
+	// Only, when not empty, limits the run to these parts (Parts), for a
+	// quick measure of one change: the figures of the parts left out stay
+	// empty (n/a). Empty: every part.
+	Only []string
+
 	// Logger receives progress (default: discard).
 	Logger *slog.Logger
 
@@ -65,6 +71,32 @@ type Suite struct {
 	// warming: phases are not recorded during the warm-up round.
 	warming bool
 }
+
+// Parts of a run, for Suite.Only, in the order they run.
+const (
+	// PartEngines: each engine alone, provisioned next to its baseline,
+	// with its phases.
+	PartEngines = "engines"
+	// PartTrio: the trio in parallel and one after another, its teardown
+	// and the raw removal it is compared with.
+	PartTrio = "trio"
+	// PartWarm: the warm start's first use and its rounds.
+	PartWarm = "warm"
+	// PartImage: the image-present checks.
+	PartImage = "image"
+	// PartSweeps: the janitor's sweeps, on the fake and on real sandboxes.
+	PartSweeps = "sweeps"
+	// PartOwners: many owners provisioning at once.
+	PartOwners = "owners"
+	// PartCapacity: the data each engine holds before its memory is full.
+	PartCapacity = "capacity"
+)
+
+// Parts lists every part of a run, in the order they run.
+var Parts = []string{PartEngines, PartTrio, PartWarm, PartImage, PartSweeps, PartOwners, PartCapacity}
+
+// wants reports whether the run measures part.
+func (s *Suite) wants(part string) bool { return len(s.Only) == 0 || slices.Contains(s.Only, part) }
 
 // quickest is the registered engine with the shortest readiness deadline.
 func quickest(reg *engines.Registry) string {
@@ -124,6 +156,11 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 	for _, n := range []string{s.OwnersEngine, s.SweepEngine} {
 		if _, ok := s.Registry.Lookup(n); !ok {
 			return nil, fmt.Errorf("bench: engine %q is not registered (registered: %v)", n, s.Registry.Names())
+		}
+	}
+	for _, part := range s.Only {
+		if !slices.Contains(Parts, part) {
+			return nil, fmt.Errorf("bench: unknown part %q (parts: %v)", part, Parts)
 		}
 	}
 	s.prefix = "sbxbench" + ids.Hex(4)
@@ -191,31 +228,48 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 	}
 
 	s.warming = false
-	s.Logger.Info("warm start: first use (template removed, then built by a provision)")
-	s.firstUse(ctx, pw)
+	if s.wants(PartWarm) {
+		s.Logger.Info("warm start: first use (template removed, then built by a provision)")
+		s.firstUse(ctx, pw)
+	}
 	for r := range s.Rounds {
 		s.Logger.Info("round", "n", r+1, "of", s.Rounds)
-		s.round(ctx, p, r)
-		s.warmRound(ctx, pw, r)
+		if s.wants(PartEngines) {
+			s.engines(ctx, p, r)
+		}
+		if s.wants(PartTrio) {
+			s.trio(ctx, p, r)
+		}
+		if s.wants(PartWarm) {
+			s.warmRound(ctx, pw, r)
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 	}
-	s.imageChecks(ctx)
-	s.fakeSweeps(ctx)
-	for r := range s.SweepRounds {
-		s.realSweeps(ctx, r)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	if s.wants(PartImage) {
+		s.imageChecks(ctx)
+	}
+	if s.wants(PartSweeps) {
+		s.fakeSweeps(ctx)
+		for r := range s.SweepRounds {
+			s.realSweeps(ctx, r)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 		}
 	}
-	for r := range s.OwnersRounds {
-		s.owners(ctx, p, r)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	if s.wants(PartOwners) {
+		for r := range s.OwnersRounds {
+			s.owners(ctx, p, r)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 		}
 	}
-	s.capacity(ctx, p)
+	if s.wants(PartCapacity) {
+		s.capacity(ctx, p)
+	}
 
 	s.report.ElapsedSeconds = time.Since(s.report.Started).Seconds()
 	s.pickTrioBaseline()

@@ -21,6 +21,19 @@ func TestEnginesComeFromTheRegistry(t *testing.T) {
 	assert.ErrorContains(t, err, `engine "mysql" is not registered`)
 }
 
+// TestOnlyNamesKnownParts: a part the suite does not have is an error
+// before anything runs (RT is nil: nothing is asked of a runtime).
+func TestOnlyNamesKnownParts(t *testing.T) {
+	_, err := (&Suite{Only: []string{PartTrio, "teardwon"}}).Run(context.Background())
+	assert.ErrorContains(t, err, `unknown part "teardwon"`)
+	for _, part := range Parts {
+		s := &Suite{Only: []string{part}}
+		assert.True(t, s.wants(part), part)
+	}
+	assert.True(t, (&Suite{}).wants(PartCapacity), "no Only: every part")
+	assert.False(t, (&Suite{Only: []string{PartTrio}}).wants(PartEngines))
+}
+
 // TestFakeSweepsJudgeWhatTheySeed: the fake sweeps' sandboxes are named and
 // labelled as the provisioner does, so that the janitor keeps every one
 // while their owners live and removes every one once they are gone.

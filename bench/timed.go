@@ -10,17 +10,45 @@ import (
 )
 
 // timedRuntime wraps the runtime the provisioner drives to record how long
-// each probe exec took, so that a provision's time can be split into its
-// phases (see phases).
+// each Run and each probe exec took, so that a provision's time can be
+// split into its phases (see phases). It forwards runtime.IDRemover, so
+// that the provisioner's teardown is the one it makes on the bare runtime.
 type timedRuntime struct {
 	runtime.ContainerRuntime
 	mu    sync.Mutex
 	execs map[string][]time.Duration // by container reference
 	all   []time.Duration            // every exec, in completion order
+	runs  map[string]time.Duration   // by the ID of the container run
 }
 
 func newTimedRuntime(rt runtime.ContainerRuntime) *timedRuntime {
-	return &timedRuntime{ContainerRuntime: rt, execs: map[string][]time.Duration{}}
+	return &timedRuntime{ContainerRuntime: rt, execs: map[string][]time.Duration{}, runs: map[string]time.Duration{}}
+}
+
+// Run runs the spec and records how long the run request took.
+func (t *timedRuntime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
+	start := time.Now()
+	c, err := t.ContainerRuntime.Run(ctx, spec)
+	if err == nil {
+		t.mu.Lock()
+		t.runs[c.ID] = time.Since(start)
+		t.mu.Unlock()
+	}
+	return c, err
+}
+
+// RemoveByID forwards runtime.IDRemover: the wrapped runtime's, where it
+// has one.
+func (t *timedRuntime) RemoveByID(ctx context.Context, id string) error {
+	return runtime.RemoveByID(ctx, t.ContainerRuntime, id)
+}
+
+// runTime is how long the Run that made container id took.
+func (t *timedRuntime) runTime(id string) (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.runs[id]
+	return d, ok
 }
 
 // Exec runs the exec and records its duration.

@@ -65,6 +65,11 @@ type Config struct {
 	// the host (e.g. /var/lib/docker); the tmpfs semantic proves that a
 	// file written to a tmpfs path appears under none of them.
 	HostDataDirs []string
+	// ContainerIDs lists the full ID of every container of the backend,
+	// in any state, as the runtime's own CLI lists them (docker ps -aq
+	// --no-trunc, podman ps -aq --no-trunc, ctr containers ls -q): what
+	// the remove-by-ID semantic checks is left.
+	ContainerIDs func(ctx context.Context) ([]string, error)
 	// StoredMounts reads a container's mounts as the backend stored them,
 	// with the backend's own API, not through the adapter: Docker's and
 	// Podman's inspect, the OCI spec containerd keeps (Container.Spec).
@@ -107,6 +112,7 @@ var semantics = []semantic{
 	{"ExecStopKillAbsentAreNotFound", testExecStopKillAbsentAreNotFound},
 	{"RunDuplicateNameIsAlreadyExists", testRunDuplicateNameIsAlreadyExists},
 	{"RemoveAbsentIsNoError", testRemoveAbsentIsNoError},
+	{"RemoveByIDRemovesOnlyThatContainer", testRemoveByIDRemovesOnlyThatContainer},
 	{"StopStoppedIsNoError", testStopStoppedIsNoError},
 	{"ListBySelectorAcrossStates", testListBySelectorAcrossStates},
 	{"SnapshotMatchesListAndKnowsEveryContainer", testSnapshotMatchesListAndKnowsEveryContainer},

@@ -300,14 +300,23 @@ func readHostFile(t testing.TB, path string) string {
 // a VOLUME gets one new volume, and removing the container deletes it.
 func testRemoveDeletesAnonymousVolumes(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	require.NotNil(t, s.cfg.Volumes, "Config.Volumes lists the backend's volumes")
+	spec := s.spec(t)
+	_, ours := s.runWithVolume(t, ctx, spec)
+	require.NoError(t, s.rt.Remove(ctx, spec.Name), "remove")
+	s.waitVolumeGone(t, ctx, ours)
+}
 
+// runWithVolume runs spec on the fixture image with VOLUME /data and
+// returns the container and the name of the anonymous volume the backend
+// made for it.
+func (s *suite) runWithVolume(t *testing.T, ctx context.Context, spec runtime.RunSpec) (runtime.Container, string) {
+	t.Helper()
+	require.NotNil(t, s.cfg.Volumes, "Config.Volumes lists the backend's volumes")
 	before, err := s.cfg.Volumes(ctx)
 	require.NoError(t, err, "volumes before")
 
-	spec := s.spec(t)
 	spec.Image = s.cfg.Fixtures.BusyboxVolume
-	s.run(t, ctx, spec)
+	ran := s.run(t, ctx, spec)
 
 	during, err := s.cfg.Volumes(ctx)
 	require.NoError(t, err, "volumes while the container lives")
@@ -323,9 +332,12 @@ func testRemoveDeletesAnonymousVolumes(t *testing.T, s *suite) {
 		added = slices.DeleteFunc(added, func(v string) bool { return !strings.Contains(m.Source, v) })
 	}
 	require.Len(t, added, 1, "the image's VOLUME /data gives one new volume (before %q, during %q)", before, during)
-	ours := added[0]
+	return ran, added[0]
+}
 
-	require.NoError(t, s.rt.Remove(ctx, spec.Name), "remove")
+// waitVolumeGone waits until the backend no longer lists the volume ours.
+func (s *suite) waitVolumeGone(t *testing.T, ctx context.Context, ours string) {
+	t.Helper()
 	poll(t, "volume "+ours+" deleted with its container", 10*time.Second, func() error {
 		after, err := s.cfg.Volumes(ctx)
 		if err != nil {

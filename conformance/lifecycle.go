@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,8 +40,14 @@ func (s *suite) runIgnoringTERM(t *testing.T, ctx context.Context, spec runtime.
 	t.Helper()
 	spec.Command = ignoreTERM
 	s.run(t, ctx, spec)
-	poll(t, "the trap of "+spec.Name, 30*time.Second, func() error {
-		if !s.fileExists(t, ctx, spec.Name, ignoreTERMReady) {
+	s.waitTrap(t, ctx, spec.Name)
+}
+
+// waitTrap returns once the ignoreTERM of container name has set its trap.
+func (s *suite) waitTrap(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	poll(t, "the trap of "+name, 30*time.Second, func() error {
+		if !s.fileExists(t, ctx, name, ignoreTERMReady) {
 			return errors.New("SIGTERM not ignored yet")
 		}
 		return nil
@@ -299,6 +306,70 @@ func testRemoveAbsentIsNoError(t *testing.T, s *suite) {
 			assert.ErrorIs(t, err, runtime.ErrNotFound, "inspect after remove")
 		})
 	}
+}
+
+// testRemoveByIDRemovesOnlyThatContainer: an adapter that says its IDs
+// are never reused (runtime.IDRemover) removes by a full ID in one call:
+// the container, killed though it ignores SIGTERM, and its anonymous
+// volume are gone as the runtime's own CLI sees it; a second remove, and
+// a remove of the old ID once a newer container holds the name, are
+// ErrNotFound and leave the newer one alone; a name or an ID prefix is
+// ErrInvalid and removes nothing. An adapter that does not say so is
+// ErrUnsupported through runtime.RemoveByID, and nothing is removed.
+func testRemoveByIDRemovesOnlyThatContainer(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	require.NotNil(t, s.cfg.ContainerIDs, "Config.ContainerIDs lists the backend's containers")
+	exists := func(id string) bool {
+		t.Helper()
+		ids, err := s.cfg.ContainerIDs(ctx)
+		require.NoError(t, err, "the runtime's own container list")
+		return slices.Contains(ids, id)
+	}
+
+	if _, ok := s.rt.(runtime.IDRemover); !ok {
+		c := s.run(t, ctx, s.spec(t))
+		err := runtime.RemoveByID(ctx, s.rt, c.ID)
+		assert.ErrorIs(t, err, runtime.ErrUnsupported)
+		assertErrorNames(t, err, s.rt.Name(), c.ID)
+		assert.True(t, exists(c.ID), "nothing was removed")
+		return
+	}
+
+	spec := s.spec(t)
+	spec.Command = ignoreTERM
+	c, volume := s.runWithVolume(t, ctx, spec)
+	s.waitTrap(t, ctx, spec.Name)
+	require.True(t, runtime.IsFullID(c.ID), "Run reports a full ID: %q", c.ID)
+	require.True(t, exists(c.ID), "the runtime lists %s", c.ID)
+
+	for _, ref := range []string{spec.Name, c.ID[:12]} {
+		err := runtime.RemoveByID(ctx, s.rt, ref)
+		assert.ErrorIs(t, err, runtime.ErrInvalid, "%s is not a full ID", ref)
+		assertErrorNames(t, err, s.rt.Name(), ref)
+	}
+	require.True(t, exists(c.ID), "a name or a prefix removed nothing")
+
+	require.NoError(t, runtime.RemoveByID(ctx, s.rt, c.ID), "remove by ID")
+	assert.False(t, exists(c.ID), "the container is gone")
+	s.waitVolumeGone(t, ctx, volume)
+
+	err := runtime.RemoveByID(ctx, s.rt, c.ID)
+	assert.ErrorIs(t, err, runtime.ErrNotFound, "a second remove finds none")
+	assertErrorNames(t, err, s.rt.Name(), c.ID)
+
+	newer := s.spec(t)
+	newer.Name = spec.Name
+	n := s.run(t, ctx, newer)
+	require.NotEqual(t, c.ID, n.ID, "a newer container under the name gets a new ID")
+	err = runtime.RemoveByID(ctx, s.rt, c.ID)
+	assert.ErrorIs(t, err, runtime.ErrNotFound, "the old ID names no container")
+	assert.True(t, exists(n.ID), "the newer container under the name is untouched")
+	got, err := s.rt.Inspect(ctx, spec.Name)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.StateRunning, got.State, "and still runs")
+
+	err = runtime.RemoveByID(ctx, s.rt, randomHex(32))
+	assert.ErrorIs(t, err, runtime.ErrNotFound, "an ID nothing ever had")
 }
 
 // testStopStoppedIsNoError: stop and kill of a container that has exited

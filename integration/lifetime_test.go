@@ -91,6 +91,75 @@ func (m *meddler) Snapshot(ctx context.Context, selector map[string]string) (run
 	return m.ContainerRuntime.Snapshot(ctx, selector)
 }
 
+// forwardingMeddler is a meddler that forwards runtime.IDRemover (held
+// like Remove), so that what it wraps removes as on the bare runtime: in
+// one forced remove by ID on Docker and Podman, through the checked path
+// on containerd.
+type forwardingMeddler struct{ *meddler }
+
+func (m forwardingMeddler) RemoveByID(ctx context.Context, id string) error {
+	if hung, err := m.block(ctx, id); hung {
+		return err
+	}
+	return runtime.RemoveByID(ctx, m.ContainerRuntime, id)
+}
+
+// counter wraps a real runtime, forwards runtime.IDRemover, and counts
+// the calls a removal may make, by verb.
+type counter struct {
+	runtime.ContainerRuntime
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func newCounter(rt runtime.ContainerRuntime) *counter {
+	return &counter{ContainerRuntime: rt, calls: map[string]int{}}
+}
+
+func (c *counter) count(verb string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[verb]++
+}
+
+// counts returns the calls so far, by verb.
+func (c *counter) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.calls {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *counter) List(ctx context.Context, sel map[string]string) ([]runtime.Container, error) {
+	c.count("list")
+	return c.ContainerRuntime.List(ctx, sel)
+}
+
+func (c *counter) Inspect(ctx context.Context, ref string) (runtime.Container, error) {
+	c.count("inspect")
+	return c.ContainerRuntime.Inspect(ctx, ref)
+}
+
+func (c *counter) Kill(ctx context.Context, ref string) error {
+	c.count("kill")
+	return c.ContainerRuntime.Kill(ctx, ref)
+}
+
+func (c *counter) Remove(ctx context.Context, ref string) error {
+	c.count("remove")
+	return c.ContainerRuntime.Remove(ctx, ref)
+}
+
+func (c *counter) RemoveByID(ctx context.Context, id string) error {
+	if _, ok := c.ContainerRuntime.(runtime.IDRemover); ok {
+		c.count("remove by id")
+	}
+	return runtime.RemoveByID(ctx, c.ContainerRuntime, id)
+}
+
 // impostor runs, under the name of listed, a newer container that carries
 // the same labels except the provisioner's call label: what another
 // provision of the same owner makes after removing the old one. It
@@ -199,8 +268,72 @@ func TestPreClearLeavesANewerSameNamedSandboxAlone(t *testing.T) {
 	})
 }
 
+// TestDestroyLeavesANewerSameNamedSandboxAlone: a caller listed a
+// sandbox; before it destroys it, another provision replaced it with a
+// newer container of the same name (on containerd, the same ID). Destroy
+// on the bare adapter leaves the newer one running: on Docker and Podman
+// its one forced remove by the listed ID finds that container gone, on
+// containerd the identity check sees another container.
+func TestDestroyLeavesANewerSameNamedSandboxAlone(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
+		e := newEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		sb, err := e.Provisioner(nil).Provision(ctx, "newer", []string{"redis"})
+		require.NoError(t, err)
+		listed, err := e.RT.Inspect(ctx, sb.Containers[0].ID)
+		require.NoError(t, err)
+		newer := e.impostor(ctx, listed)
+
+		c := newCounter(e.RT)
+		outcome, err := runtime.Destroy(ctx, c, listed, 0)
+		require.NoError(t, err)
+		assert.NotEqual(t, runtime.Removed, outcome, "the listed container was already gone")
+		if _, ok := e.RT.(runtime.IDRemover); ok {
+			assert.Equal(t, runtime.Gone, outcome)
+			assert.Equal(t, map[string]int{"remove by id": 1}, c.counts(), "one forced remove by the listed ID, nothing else")
+		} else {
+			assert.Equal(t, runtime.Replaced, outcome)
+		}
+		e.assertSurvived(ctx, newer)
+		assert.Equal(t, []string{newer.Name}, b.LabelledNames(t, labels.For(e.Prefix).Call, "newer"), "the runtime's own CLI still lists it")
+	})
+}
+
+// TestTeardownRoundTrips: a teardown on a real runtime lists the owner's
+// sandboxes once and, per sandbox, makes one forced remove by its ID
+// where the adapter says IDs are never reused (Docker, Podman), or an
+// identity check around a kill and a remove (containerd); afterwards the
+// runtime's own CLI lists none of the owner's containers.
+func TestTeardownRoundTrips(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
+		e := newEnv(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		p := e.Provisioner(nil)
+		sb, err := p.Provision(ctx, "trips", []string{"redis"})
+		require.NoError(t, err)
+		owner := labels.For(e.Prefix).Owner
+		require.Equal(t, []string{sb.Containers[0].Name}, b.LabelledNames(t, owner, sb.Owner))
+
+		c := newCounter(e.RT)
+		cp, err := provision.New(c, provision.Options{LabelPrefix: e.Prefix})
+		require.NoError(t, err)
+		removed, err := cp.Teardown(ctx, "trips")
+		require.NoError(t, err)
+		require.Len(t, removed, 1)
+		want := map[string]int{"list": 1, "inspect": 2, "kill": 1, "remove": 1}
+		if _, ok := e.RT.(runtime.IDRemover); ok {
+			want = map[string]int{"list": 1, "remove by id": 1}
+		}
+		assert.Equal(t, want, c.counts(), "round trips of the teardown")
+		assert.Empty(t, b.LabelledNames(t, owner, sb.Owner), "the runtime's own CLI lists none of the owner's containers")
+	})
+}
+
 // TestHungRuntimeBoundsSweepAndTeardown: Kill and Remove of one sandbox
-// hang until their context ends. A sweep and a teardown still return
+// (and its remove by ID, where the runtime removes by ID) hang until
+// their context ends. A sweep and a teardown still return
 // within their deadlines, with an error naming that sandbox, having
 // removed the others; the janitor's loop keeps sweeping.
 func TestHungRuntimeBoundsSweepAndTeardown(t *testing.T) {
@@ -217,7 +350,7 @@ func TestHungRuntimeBoundsSweepAndTeardown(t *testing.T) {
 		require.NoError(t, err)
 		e.pastGrace(ctx)
 
-		m := newMeddler(e.RT)
+		m := forwardingMeddler{newMeddler(e.RT)}
 		m.hang(hung.Containers[0].ID)
 		j := janitor.New(m, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond, CallTimeout: callTimeout})
 		start := time.Now()

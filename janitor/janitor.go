@@ -354,9 +354,10 @@ func latestCreation(created time.Time) time.Time {
 
 // remove destroys each orphan, in parallel, and files it in rep: removed,
 // vanished (gone, or replaced by a newer same-named container, before the
-// kill), or an error. runtime.Destroy checks each one's identity right
-// before it kills and removes, so a sandbox that a provisioner created
-// under the same name after the snapshot is never touched.
+// kill), or an error. runtime.Destroy removes only the listed container
+// (by its never-reused ID, or after an identity check where IDs may be
+// reused), so a sandbox that a provisioner created under the same name
+// after the snapshot is never touched.
 func (j *Janitor) remove(ctx context.Context, orphans []Sandbox, listed map[string]runtime.Container, rep *Report) {
 	type result struct {
 		outcome runtime.Outcome

@@ -19,3 +19,6 @@ func SetReachable(t testing.TB, f func(context.Context, engines.Endpoint) (bool,
 
 // CanFallBack is canFallBack: whether a failed warm start may go cold.
 var CanFallBack = canFallBack
+
+// WireDelay is wireDelay: the pause between two logins of the wire check.
+var WireDelay = wireDelay

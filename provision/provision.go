@@ -624,8 +624,8 @@ func (p *Provisioner) rollback(ctx context.Context, c *call, svcs []*service) er
 }
 
 // destroyAll destroys the listed containers in parallel (runtime.Destroy:
-// identity checked, kill then remove, each step bounded even after ctx
-// ended), best-effort: one failure does not stop the others. It returns
+// only the listed container, killed then removed, each step bounded even
+// after ctx ended), best-effort: one failure does not stop the others. It returns
 // each one's outcome; a failed one's is meaningless.
 func (p *Provisioner) destroyAll(ctx context.Context, listed []runtime.Container) ([]runtime.Outcome, error) {
 	outcomes := make([]runtime.Outcome, len(listed))

@@ -808,6 +808,119 @@ func TestTeardownRemovesInParallel(t *testing.T) {
 	assert.Empty(t, w.fake.Containers())
 }
 
+// TestTeardownRoundTrips: a teardown asks the runtime for no more than
+// the owner's list and, per sandbox, what the runtime's IDs require: one
+// forced remove by the listed ID where IDs are never reused (Docker,
+// Podman), an identity check around a kill and a remove where they may be
+// (containerd: the ID is the name). Every sandbox of the owner is torn
+// down at once.
+func TestTeardownRoundTrips(t *testing.T) {
+	tests := []struct {
+		name        string
+		neverReused bool
+		// first is the verb every sandbox's teardown starts with.
+		first string
+		// want counts the calls of each verb the teardown makes.
+		want map[string]int
+	}{
+		{
+			name:        "IDsNeverReused",
+			neverReused: true,
+			first:       fakeruntime.VerbRemove,
+			want:        map[string]int{fakeruntime.VerbList: 1, fakeruntime.VerbRemove: 3},
+		},
+		{
+			name:  "IDsMayBeReused",
+			first: fakeruntime.VerbInspect,
+			want:  map[string]int{fakeruntime.VerbList: 1, fakeruntime.VerbInspect: 6, fakeruntime.VerbKill: 3, fakeruntime.VerbRemove: 3},
+		},
+	}
+	verbs := []string{fakeruntime.VerbList, fakeruntime.VerbInspect, fakeruntime.VerbKill, fakeruntime.VerbRemove, fakeruntime.VerbStop, fakeruntime.VerbSnapshot}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.fake.SetIDsNeverReused(tt.neverReused)
+			w.fake.AddImage("redis:8-alpine", "/data", "/extra") // a VOLUME no tmpfs covers
+			p := w.provisioner(w.options())
+			sb, err := p.Provision(ctxT(t), "rt", []string{"postgres", "redis", "mongo"})
+			require.NoError(t, err)
+			require.Len(t, w.fake.Volumes(), 1)
+			before := map[string]int{}
+			for _, v := range verbs {
+				before[v] = w.fake.Calls(v)
+			}
+			// Every sandbox's first call waits until all three have
+			// arrived: a serialised teardown never gets there.
+			const n = 3
+			var arrived atomic.Int32
+			all := make(chan struct{})
+			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+				if c.Verb != tt.first || c.N-before[tt.first] > n {
+					return nil
+				}
+				if arrived.Add(1) == n {
+					close(all)
+				}
+				select {
+				case <-all:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+
+			removed, err := p.Teardown(ctxT(t), "rt")
+			require.NoError(t, err, "the three sandboxes are torn down at once")
+			got := map[string]int{}
+			for _, v := range verbs {
+				if d := w.fake.Calls(v) - before[v]; d > 0 {
+					got[v] = d
+				}
+			}
+			assert.Equal(t, tt.want, got, "calls per verb")
+			assert.Len(t, removed, n)
+			assert.Empty(t, w.owned(sb.Owner))
+			assert.Empty(t, w.fake.Volumes(), "the anonymous volume goes with its container")
+			assert.Len(t, w.events(provision.EventRemoved), n)
+			assert.Equal(t, n, w.fake.MaxInFlight(tt.first), "in parallel")
+		})
+	}
+}
+
+// TestTeardownOfASandboxRemovedMeanwhile: a sandbox that another caller
+// removed between the teardown's list and its remove is not reported as
+// removed by this teardown, whatever the runtime's IDs.
+func TestTeardownOfASandboxRemovedMeanwhile(t *testing.T) {
+	for _, neverReused := range []bool{true, false} {
+		t.Run(fmt.Sprintf("IDsNeverReused=%t", neverReused), func(t *testing.T) {
+			w := newWorld(t)
+			w.fake.SetIDsNeverReused(neverReused)
+			p := w.provisioner(w.options())
+			_, err := p.Provision(ctxT(t), "rm", []string{"postgres", "redis"})
+			require.NoError(t, err)
+			gone := w.named("roboco-sandbox-redis-rm")
+			// The other caller removes it right when this teardown first
+			// asks about it, after the list.
+			var done atomic.Bool
+			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+				if c.Verb != fakeruntime.VerbList && c.Object == gone.ID && done.CompareAndSwap(false, true) {
+					require.NoError(t, w.fake.Remove(ctx, gone.ID))
+				}
+				return nil
+			})
+
+			removed, err := p.Teardown(ctxT(t), "rm")
+			require.NoError(t, err)
+			var names []string
+			for _, c := range removed {
+				names = append(names, c.Name)
+			}
+			assert.Equal(t, []string{"roboco-sandbox-pg-rm"}, names)
+			assert.Empty(t, w.fake.Containers())
+		})
+	}
+}
+
 func TestTeardownKeepsGoingPastAFailure(t *testing.T) {
 	w := newWorld(t)
 	p := w.provisioner(w.options())

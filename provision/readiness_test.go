@@ -242,3 +242,37 @@ func TestWireCheckStopsAtAnExitedSandbox(t *testing.T) {
 	assert.ErrorContains(t, err, "sandbox is exited (exit code 137)")
 	assert.Less(t, time.Since(start), 10*time.Second, "did not wait out the deadline")
 }
+
+// TestWireDelay: the wire check polls every 5 ms for its first 100 ms (a
+// refused dial costs microseconds, and a light server is up by then), then
+// backs off by half each pause up to the baseline's 20 ms, never beyond.
+func TestWireDelay(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	tests := []struct {
+		name          string
+		elapsed, prev time.Duration
+		want          time.Duration
+	}{
+		{"FirstPause", 0, ms(5), ms(5)},
+		{"StillBrisk", ms(99), ms(5), ms(5)},
+		{"BackOffStarts", ms(100), ms(5), ms(7.5)},
+		{"BacksOffByHalf", ms(120), ms(10), ms(15)},
+		{"Capped", ms(150), ms(15), ms(20)},
+		{"StaysCapped", ms(5000), ms(20), ms(20)},
+		{"NoPrevious", ms(200), 0, ms(7.5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, provision.WireDelay(tt.elapsed, tt.prev))
+		})
+	}
+	// Over a 15 s deadline the schedule never pauses longer than 20 ms:
+	// the wait after the server is up stays within one pause.
+	var elapsed, prev time.Duration
+	for elapsed < 15*time.Second {
+		prev = provision.WireDelay(elapsed, prev)
+		require.LessOrEqual(t, prev, ms(20), "at %s", elapsed)
+		require.GreaterOrEqual(t, prev, ms(5), "at %s", elapsed)
+		elapsed += prev
+	}
+}

@@ -63,17 +63,26 @@ func SameContainer(was, now Container) bool {
 }
 
 // Destroy kills then force-removes (with its anonymous volumes) the
-// container a caller listed, and only that container: right before the
-// kill, and again before the remove, it inspects the listed ID and leaves
-// alone a container that is not the listed one any more (SameContainer).
-// The data of a sandbox is on tmpfs, so nothing waits a graceful stop out.
+// container a caller listed, and only that container.
+//
+// Where rt's container IDs are never reused (it is an IDRemover: Docker,
+// Podman), that takes one call: a forced remove by the listed full ID,
+// which kills the container first and can only find that container or
+// none (Gone). Elsewhere (containerd, whose ID is the name, and any
+// wrapper that does not forward IDRemover) a same-named container made
+// after the list answers to the listed ID, so Destroy checks: right before
+// a kill, and again before the remove, it inspects the listed ID and
+// leaves alone a container that is not the listed one any more
+// (SameContainer, outcome Replaced). The data of a sandbox is on tmpfs, so
+// nothing waits a graceful stop out.
 //
 // It is best-effort in the way teardown needs: a kill that fails or hangs
-// does not stop the remove. Each of the two steps gets its own deadline of
-// timeout (DefaultCallTimeout when timeout <= 0), derived from ctx without
-// its cancellation, so that cleanup still happens for a caller whose
-// context has just ended (a signal, a failed sibling) and never waits
-// forever on a hung runtime.
+// does not stop the remove. Each step (the one forced remove, or the
+// checked kill and the checked remove) gets its own deadline of timeout
+// (DefaultCallTimeout when timeout <= 0), derived from ctx without its
+// cancellation, so that cleanup still happens for a caller whose context
+// has just ended (a signal, a failed sibling) and never waits forever on a
+// hung runtime.
 //
 // The error, when not nil, names the container and says which steps failed;
 // the outcome is then meaningless.
@@ -90,6 +99,23 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 		return Gone, fmt.Errorf("destroy %s: no container ID was listed", name)
 	}
 	base := context.WithoutCancel(ctx)
+
+	if _, ok := rt.(IDRemover); ok && IsFullID(ref) {
+		rctx, cancel := context.WithTimeout(base, timeout)
+		err := RemoveByID(rctx, rt, ref)
+		cancel()
+		switch {
+		case err == nil:
+			return Removed, nil
+		case errors.Is(err, ErrNotFound):
+			return Gone, nil
+		case !errors.Is(err, ErrUnsupported):
+			return Removed, fmt.Errorf("destroy %s: remove: %w", name, err)
+		}
+		// A wrapper whose runtime does not say its IDs are never reused:
+		// nothing was asked of the runtime; take the checked path (as for
+		// a listed ID that is not a full one).
+	}
 
 	// check inspects ref and says whether it is still the listed container.
 	check := func(ctx context.Context) (Outcome, bool, error) {
@@ -139,4 +165,51 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 		return outcome, fmt.Errorf("destroy %s: %s: %w", name, step, err)
 	}
 	return outcome, nil
+}
+
+// IDRemover is implemented by adapters whose container IDs are never
+// reused: an ID is chosen at random from 256 bits (Docker's and Podman's 64
+// hex digits) and no later container gets it, so a container's full ID
+// names that container and no other, ever. It is not part of the port:
+// Destroy uses it to tear a listed container down in one forced remove by
+// its listed ID, where a backend whose ID is the name (containerd) needs
+// an identity check around a kill and a remove. A wrapper that embeds a
+// ContainerRuntime does not have it, and so gets the checked path; one
+// that wants the single remove forwards it with RemoveByID.
+type IDRemover interface {
+	// RemoveByID force-removes the container whose full ID is id,
+	// killing it first where it runs, with its anonymous volumes. No
+	// container with that ID gives an error matching ErrNotFound (another
+	// caller removed it). id must be a full ID: a name or a prefix is
+	// ErrInvalid and removes nothing, since either may come to mean
+	// another container. (The daemons resolve a reference as an ID first,
+	// then as a name: only a container deliberately named like another's
+	// removed ID could be reached instead, and no tool names one so.) A wrapper whose own runtime is no IDRemover
+	// returns ErrUnsupported having asked the runtime nothing.
+	RemoveByID(ctx context.Context, id string) error
+}
+
+// RemoveByID is rt's IDRemover.RemoveByID, or, where rt is none, an
+// ErrUnsupported error without a call to the runtime. Wrappers forward
+// IDRemover with it, so that they say what the runtime they wrap says.
+func RemoveByID(ctx context.Context, rt ContainerRuntime, id string) error {
+	if r, ok := rt.(IDRemover); ok {
+		return r.RemoveByID(ctx, id)
+	}
+	return NewError(rt.Name(), OpRemove, id, ErrUnsupported, errors.New("container IDs may be reused: remove after an identity check"))
+}
+
+// IsFullID reports whether id has the shape of a Docker or Podman full
+// container ID: 64 lower-case hex digits. IDRemover implementations accept
+// nothing else.
+func IsFullID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for _, c := range id {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

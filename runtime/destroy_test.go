@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -383,4 +384,251 @@ func TestOutcomeString(t *testing.T) {
 	assert.Equal(t, "gone", runtime.Gone.String())
 	assert.Equal(t, "replaced", runtime.Replaced.String())
 	assert.Equal(t, "Outcome(7)", runtime.Outcome(7).String())
+}
+
+// embedded wraps a runtime without forwarding runtime.IDRemover, as a
+// wrapper that does not know of it would.
+type embedded struct{ runtime.ContainerRuntime }
+
+// forwarding wraps a runtime and forwards runtime.IDRemover with
+// runtime.RemoveByID, saying what the wrapped runtime says.
+type forwarding struct{ runtime.ContainerRuntime }
+
+func (f forwarding) RemoveByID(ctx context.Context, id string) error {
+	return runtime.RemoveByID(ctx, f.ContainerRuntime, id)
+}
+
+func TestDestroyWhereIDsAreNeverReused(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	checked := []string{fakeruntime.VerbInspect, fakeruntime.VerbKill, fakeruntime.VerbInspect, fakeruntime.VerbRemove}
+	tests := []struct {
+		name string
+		// neverReused is what the fake says of its IDs.
+		neverReused bool
+		// wrap is what Destroy is given instead of the fake (nil: the fake).
+		wrap func(runtime.ContainerRuntime) runtime.ContainerRuntime
+		// setup steers the fake before Destroy; it returns the container
+		// that must exist afterwards (zero: none).
+		setup     func(t *testing.T, w *destroyWorld) runtime.Container
+		cancelled bool
+		want      runtime.Outcome
+		wantErr   []string
+		wantIs    error
+		// wantCalls are the verbs of the inspects, kills and removes that
+		// reached the runtime during Destroy.
+		wantCalls []string
+	}{
+		{
+			name:        "RunningIsRemovedInOneCall",
+			neverReused: true,
+			want:        runtime.Removed,
+			wantCalls:   []string{fakeruntime.VerbRemove},
+		},
+		{
+			name:        "ExitedIsRemovedInOneCall",
+			neverReused: true,
+			setup: func(t *testing.T, w *destroyWorld) runtime.Container {
+				require.True(t, w.fake.SetState(w.listed.ID, runtime.StateExited, 0))
+				return runtime.Container{}
+			},
+			want:      runtime.Removed,
+			wantCalls: []string{fakeruntime.VerbRemove},
+		},
+		{
+			name:        "AbsentIsGone",
+			neverReused: true,
+			setup: func(t *testing.T, w *destroyWorld) runtime.Container {
+				require.NoError(t, w.fake.Remove(context.Background(), w.listed.ID))
+				return runtime.Container{}
+			},
+			want:      runtime.Gone,
+			wantCalls: []string{fakeruntime.VerbRemove},
+		},
+		{
+			name:        "NewContainerUnderTheNameIsLeftAlone",
+			neverReused: true,
+			setup: func(t *testing.T, w *destroyWorld) runtime.Container {
+				c := w.listed
+				c.ID = "" // a new container gets a new ID
+				c.Labels = map[string]string{"roboco.sandbox": "1", "roboco.sandbox.call": "c2"}
+				c.Created = c.Created.Add(time.Minute)
+				return w.replace(context.Background(), t, c)
+			},
+			want:      runtime.Gone,
+			wantCalls: []string{fakeruntime.VerbRemove},
+		},
+		{
+			name:        "CancelledCallerStillDestroys",
+			neverReused: true,
+			cancelled:   true,
+			want:        runtime.Removed,
+			wantCalls:   []string{fakeruntime.VerbRemove},
+		},
+		{
+			name:        "RemoveFails",
+			neverReused: true,
+			setup: func(t *testing.T, w *destroyWorld) runtime.Container {
+				w.fake.Fail(fakeruntime.VerbRemove, "", errors.New("device or resource busy"))
+				return w.listed
+			},
+			wantErr:   []string{"destroy roboco-sandbox-pg-1", "remove", "device or resource busy"},
+			wantCalls: []string{fakeruntime.VerbRemove},
+		},
+		{
+			name:        "RemoveHangsIsBounded",
+			neverReused: true,
+			setup: func(t *testing.T, w *destroyWorld) runtime.Container {
+				hang(w.fake, fakeruntime.VerbRemove)
+				return w.listed
+			},
+			wantErr:   []string{"destroy roboco-sandbox-pg-1", "remove"},
+			wantIs:    context.DeadlineExceeded,
+			wantCalls: []string{fakeruntime.VerbRemove},
+		},
+		{
+			name:      "IDsMayBeReusedTakesTheCheckedPath",
+			want:      runtime.Removed,
+			wantCalls: checked,
+		},
+		{
+			name:        "WrapperThatDoesNotForwardTakesTheCheckedPath",
+			neverReused: true,
+			wrap:        func(rt runtime.ContainerRuntime) runtime.ContainerRuntime { return embedded{rt} },
+			want:        runtime.Removed,
+			wantCalls:   checked,
+		},
+		{
+			name:        "ForwardingWrapperRemovesInOneCall",
+			neverReused: true,
+			wrap:        func(rt runtime.ContainerRuntime) runtime.ContainerRuntime { return forwarding{rt} },
+			want:        runtime.Removed,
+			wantCalls:   []string{fakeruntime.VerbRemove},
+		},
+		{
+			name:      "ForwardingWrapperOfReusedIDsTakesTheCheckedPath",
+			wrap:      func(rt runtime.ContainerRuntime) runtime.ContainerRuntime { return forwarding{rt} },
+			want:      runtime.Removed,
+			wantCalls: checked,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newDestroyWorld(t, false)
+			w.fake.SetIDsNeverReused(tt.neverReused)
+			// Registered first, so that it sees the calls that the setup's
+			// hooks fail or hold; it records only Destroy's.
+			var (
+				mu         sync.Mutex
+				destroying bool
+				calls      []string
+				unbounded  []string
+			)
+			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if !destroying {
+					return nil
+				}
+				switch c.Verb {
+				case fakeruntime.VerbInspect, fakeruntime.VerbKill, fakeruntime.VerbRemove:
+					calls = append(calls, c.Verb)
+					assert.Equal(t, w.listed.ID, c.Object, "by the listed ID, never by name")
+				}
+				if _, ok := ctx.Deadline(); !ok || errors.Is(ctx.Err(), context.Canceled) {
+					unbounded = append(unbounded, c.Verb)
+				}
+				return nil
+			})
+			var survivor runtime.Container
+			if tt.setup != nil {
+				survivor = tt.setup(t, w)
+			}
+			mu.Lock()
+			destroying = true
+			mu.Unlock()
+			var rt runtime.ContainerRuntime = w.fake
+			if tt.wrap != nil {
+				rt = tt.wrap(rt)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if tt.cancelled {
+				cctx, cancelNow := context.WithCancel(ctx)
+				cancelNow()
+				ctx = cctx
+			}
+
+			got, err := runtime.Destroy(ctx, rt, w.listed, timeout)
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				for _, s := range tt.wantErr {
+					assert.ErrorContains(t, err, s)
+				}
+				if tt.wantIs != nil {
+					assert.ErrorIs(t, err, tt.wantIs)
+				}
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, got, "outcome %s", got)
+			}
+			mu.Lock()
+			assert.Equal(t, tt.wantCalls, calls, "inspects, kills and removes, in order")
+			assert.Empty(t, unbounded, "every runtime call has its own live deadline")
+			mu.Unlock()
+
+			ids := make([]string, 0)
+			for _, c := range w.fake.Containers() {
+				ids = append(ids, c.ID)
+			}
+			if survivor.ID != w.listed.ID {
+				assert.NotContains(t, ids, w.listed.ID, "nothing holds the listed ID")
+			}
+			if survivor.ID != "" {
+				assert.Contains(t, ids, survivor.ID, "the container that should survive does")
+			}
+		})
+	}
+}
+
+func TestRemoveByID(t *testing.T) {
+	f := fakeruntime.New()
+	t.Cleanup(func() { f.Close() })
+	c := f.Seed(runtime.Container{Name: "roboco-sandbox-pg-1"})
+
+	err := runtime.RemoveByID(context.Background(), embedded{f}, c.ID)
+	assert.ErrorIs(t, err, runtime.ErrUnsupported, "a runtime that is no IDRemover")
+	err = runtime.RemoveByID(context.Background(), f, c.ID)
+	assert.ErrorIs(t, err, runtime.ErrUnsupported, "a fake whose IDs may be reused")
+	assert.Zero(t, f.Calls(fakeruntime.VerbRemove), "nothing is asked of the runtime")
+
+	f.SetIDsNeverReused(true)
+	for _, ref := range []string{c.Name, c.ID[:12], strings.ToUpper(c.ID)} {
+		err = runtime.RemoveByID(context.Background(), f, ref)
+		assert.ErrorIs(t, err, runtime.ErrInvalid, "%s is not a full ID", ref)
+	}
+	assert.Len(t, f.Containers(), 1, "a name or a prefix removes nothing")
+	require.NoError(t, runtime.RemoveByID(context.Background(), f, c.ID))
+	assert.Empty(t, f.Containers())
+	err = runtime.RemoveByID(context.Background(), f, c.ID)
+	assert.ErrorIs(t, err, runtime.ErrNotFound, "a second remove finds none")
+	assert.ErrorContains(t, err, c.ID, "and names the ID")
+}
+
+func TestIsFullID(t *testing.T) {
+	full := strings.Repeat("0123456789abcdef", 4)
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{full, true},
+		{full[:63], false},
+		{full + "0", false},
+		{strings.ToUpper(full), false},
+		{full[:63] + "g", false},
+		{"roboco-sandbox-pg-1", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, runtime.IsFullID(tt.id), "%q", tt.id)
+	}
 }

@@ -1,6 +1,7 @@
 // Package fakeruntime is an in-memory runtime.ContainerRuntime (and
-// runtime.Creator) for unit tests of the lifecycle code: the provisioner
-// and the janitor. It honours the port's contract (error kinds,
+// runtime.Creator, and runtime.IDRemover as SetIDsNeverReused says) for
+// unit tests of the lifecycle code: the provisioner and the janitor. It
+// honours the port's contract (error kinds,
 // idempotency, label selection across states, anonymous volumes removed
 // with their container) and adds what tests need to steer it: failures
 // injected per verb and object, exec results scripted per probe command,
@@ -16,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -108,6 +110,10 @@ type Runtime struct {
 	maxInflight map[string]int
 	nextIP      int
 	rootless    bool
+	// neverReused: the fake says its IDs are never reused (RemoveByID
+	// works); used holds every ID it has given out or been seeded with.
+	neverReused bool
+	used        map[string]bool
 }
 
 type container struct {
@@ -131,6 +137,7 @@ func New() *Runtime {
 		calls:       map[string]int{},
 		inflight:    map[string]int{},
 		maxInflight: map[string]int{},
+		used:        map[string]bool{},
 	}
 }
 
@@ -245,6 +252,10 @@ func (f *Runtime) Seed(c runtime.Container) runtime.Container {
 	if c.ID == "" {
 		c.ID = randomID()
 	}
+	if f.neverReused && f.used[c.ID] {
+		panic("fakeruntime: Seed reuses ID " + c.ID + " on a fake whose IDs are never reused")
+	}
+	f.used[c.ID] = true
 	if c.Created.IsZero() {
 		c.Created = f.now()
 	}
@@ -343,6 +354,19 @@ func (f *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 	return runtime.Info{Runtime: f.name, Endpoint: f.Endpoint(), Version: "0", CgroupVersion: "2", Rootless: f.rootless}, nil
 }
 
+// SetIDsNeverReused says whether the fake's container IDs are never
+// reused, as Docker's and Podman's (random, 64 hex digits) are: then
+// RemoveByID removes by ID in one call, and Seed refuses (panics on) an ID
+// it has seen before. Off (the default), the fake is a runtime whose IDs
+// may be reused (containerd's ID is its name; Seed a container with
+// ID = Name to model one), and RemoveByID is ErrUnsupported, as for a
+// wrapper that does not forward runtime.IDRemover.
+func (f *Runtime) SetIDsNeverReused(never bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.neverReused = never
+}
+
 // SetRootless makes Version report a rootless runtime.
 func (f *Runtime) SetRootless(rootless bool) {
 	f.mu.Lock()
@@ -418,6 +442,7 @@ func (f *Runtime) create(ctx context.Context, verb string, spec runtime.RunSpec,
 		return runtime.Container{}, f.err(verb, spec.Name, runtime.ErrNotFound, fmt.Errorf("network %q", network))
 	}
 	id := randomID()
+	f.used[id] = true
 	name := spec.Name
 	if name == "" {
 		name = "fake_" + id[:8]
@@ -634,6 +659,39 @@ func (f *Runtime) removeLocked(c *container) {
 			f.removeLocked(d)
 		}
 	}
+}
+
+// RemoveByID implements runtime.IDRemover as SetIDsNeverReused says:
+// where IDs are never reused, it kills and removes the container whose ID
+// is id, with its anonymous volumes (ErrNotFound when there is none, and
+// ErrInvalid for anything but a full ID); otherwise it is ErrUnsupported,
+// with no call made. Its calls are VerbRemove calls, so hooks and failures
+// injected for removes apply to it.
+func (f *Runtime) RemoveByID(ctx context.Context, id string) error {
+	f.mu.Lock()
+	never := f.neverReused
+	f.mu.Unlock()
+	if !never {
+		return f.err(VerbRemove, id, runtime.ErrUnsupported, errors.New("container IDs may be reused"))
+	}
+	if !runtime.IsFullID(id) {
+		return f.err(VerbRemove, id, runtime.ErrInvalid, errors.New("not a full container ID"))
+	}
+	end, err := f.begin(ctx, Call{Verb: VerbRemove, Object: id})
+	if err != nil {
+		return err
+	}
+	defer end()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	if !ok {
+		return f.err(VerbRemove, id, runtime.ErrNotFound, nil)
+	}
+	c.closeListeners()
+	f.dropVolumes(id)
+	delete(f.containers, id)
+	return nil
 }
 
 // List returns the containers whose labels match selector, in every state,

@@ -212,3 +212,20 @@ func names(cs []runtime.Container) []string {
 	}
 	return out
 }
+
+// TestIDsNeverReusedModelsDockerAndPodman: told that its IDs are never
+// reused, the fake refuses to seed an ID it has given out before, even
+// once that container is gone; by default it allows it, as a runtime whose
+// ID is the name (containerd) does.
+func TestIDsNeverReusedModelsDockerAndPodman(t *testing.T) {
+	f := fakeruntime.New()
+	t.Cleanup(func() { f.Close() })
+	c := f.Seed(runtime.Container{ID: "roboco-sandbox-pg-1", Name: "roboco-sandbox-pg-1"})
+	require.NoError(t, f.Remove(context.Background(), c.ID))
+	assert.NotPanics(t, func() { f.Seed(runtime.Container{ID: c.ID, Name: c.Name}) }, "IDs may be reused by default")
+
+	f.SetIDsNeverReused(true)
+	d := f.Seed(runtime.Container{Name: "roboco-sandbox-redis-1"})
+	require.NoError(t, f.Remove(context.Background(), d.ID))
+	assert.Panics(t, func() { f.Seed(runtime.Container{ID: d.ID, Name: d.Name}) }, "an ID given out before")
+}

@@ -40,6 +40,9 @@ func TestConformance(t *testing.T) {
 		Images: func(ctx context.Context) ([]string, error) {
 			return testkit.CLILines(ctx, "ctr", "-a", probe.Endpoint(), "-n", probe.Namespace(), "images", "ls", "-q")
 		},
+		ContainerIDs: func(ctx context.Context) ([]string, error) {
+			return testkit.CLILines(ctx, "ctr", "-a", probe.Endpoint(), "-n", probe.Namespace(), "containers", "ls", "-q")
+		},
 		HostDataDirs: []string{root},
 		// The OCI spec containerd stored, not the adapter's record.
 		StoredMounts: func(ctx context.Context, id string) ([]runtime.Mount, error) {

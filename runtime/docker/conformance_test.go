@@ -76,6 +76,9 @@ func TestConformance(t *testing.T) {
 		Images: func(ctx context.Context) ([]string, error) {
 			return testkit.CLILines(ctx, "docker", "-H", r0.Endpoint(), "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
 		},
+		ContainerIDs: func(ctx context.Context) ([]string, error) {
+			return testkit.CLILines(ctx, "docker", "-H", r0.Endpoint(), "ps", "-aq", "--no-trunc")
+		},
 		HostDataDirs: []string{info.DockerRootDir},
 		// Docker's own inspect, not the adapter's.
 		StoredMounts: func(ctx context.Context, id string) ([]runtime.Mount, error) {

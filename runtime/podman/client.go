@@ -187,13 +187,14 @@ func (c *client) killContainer(ctx context.Context, ref, signal string) error {
 
 // removeContainer is DELETE /containers/{ref}: forced, with its anonymous
 // volumes, and at once (timeout 0: a forced removal kills without waiting
-// out the stop timeout first, as Docker does).
-func (c *client) removeContainer(ctx context.Context, ref string) error {
+// out the stop timeout first, as Docker does). With ignoreAbsent, an
+// absent container is no error; without, it is the service's 404.
+func (c *client) removeContainer(ctx context.Context, ref string, ignoreAbsent bool) error {
 	return c.call(ctx, request{
 		method:     http.MethodDelete,
 		path:       "/containers/%s",
 		pathValues: []string{ref},
-		query:      url.Values{"force": {"true"}, "volumes": {"true"}, "timeout": {"0"}, "ignore": {"true"}},
+		query:      url.Values{"force": {"true"}, "volumes": {"true"}, "timeout": {"0"}, "ignore": {strconv.FormatBool(ignoreAbsent)}},
 	}, nil)
 }
 

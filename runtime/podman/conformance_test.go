@@ -86,6 +86,9 @@ func runConformance(t *testing.T, row string, fx conformance.Fixtures, opts []Op
 		Images: func(ctx context.Context) ([]string, error) {
 			return testkit.CLILines(ctx, "podman", "--url", probe.Endpoint(), "images", "--format", "{{.Repository}}:{{.Tag}}")
 		},
+		ContainerIDs: func(ctx context.Context) ([]string, error) {
+			return testkit.CLILines(ctx, "podman", "--url", probe.Endpoint(), "ps", "-aq", "--no-trunc")
+		},
 		HostDataDirs: []string{root},
 		// Podman's own CLI, not the adapter.
 		StoredMounts: func(ctx context.Context, id string) ([]runtime.Mount, error) {

@@ -99,6 +99,7 @@ const (
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.Creator          = (*Runtime)(nil)
+	_ runtime.IDRemover        = (*Runtime)(nil)
 )
 
 // Runtime is a runtime.ContainerRuntime backed by a Podman service. It is

@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./bench/cmd/sandboxer-bench [-runtime docker,podman,containerd] [-n 5] [-out bench/results]
+//	go run ./bench/cmd/sandboxer-bench [-runtime docker,podman,containerd] [-n 5] [-out bench/results] [-only engines,trio]
 //
 // A runtime named explicitly with -runtime must answer (exit status 1
 // otherwise); with the default, "all", runtimes that do not answer are
@@ -102,6 +102,7 @@ func main() {
 		out          = flag.String("out", filepath.Join("bench", "results"), "directory for <runtime>.md and .json")
 		timeout      = flag.Duration("timeout", 40*time.Minute, "deadline of the whole run")
 		verbose      = flag.Bool("v", false, "debug progress")
+		only         = flag.String("only", "", "measure only these parts, comma-separated ("+strings.Join(bench.Parts, ", ")+"); the others' figures stay empty, so write them elsewhere with -out (default: every part)")
 		readiness    = flag.String("readiness", "auto", "how sandboxes are judged ready: auto (over the wire in host mode), wire or exec (the exec probe fallback; write it elsewhere with -out)")
 	)
 	flag.Parse()
@@ -132,12 +133,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sandboxer-bench:", err)
 		os.Exit(2)
 	}
+	var parts []string
+	if *only != "" {
+		for _, part := range strings.Split(*only, ",") {
+			parts = append(parts, strings.TrimSpace(part))
+		}
+	}
 	failed := false
 	for _, b := range chosen {
 		suite := &bench.Suite{
 			Images: images, Rounds: *rounds, Owners: *owners, OwnersRounds: *ownersRounds, OwnersEngine: *ownersEngine,
 			RealSweep: *sweep, SweepRounds: *sweepRounds, SweepEngine: *sweepEngine, FakeSweep: *fake, ImageChecks: *imageChecks,
-			Logger: logger.With("runtime", b.name), Readiness: mode,
+			Logger: logger.With("runtime", b.name), Readiness: mode, Only: parts,
 		}
 		rep, err := measure(ctx, b, suite)
 		if errors.Is(err, runtime.ErrUnavailable) && !explicit {
