@@ -7,7 +7,7 @@ GO ?= go
 # package, which builds without gpgme/btrfs headers and with or without cgo.
 
 # Runtimes whose absence FAILS the tests under `make ci` (instead of skipping).
-SANDBOXER_REQUIRE ?= docker,podman,podman-rootless,containerd
+SANDBOXER_REQUIRE ?= docker,podman,podman-rootless,containerd,kubernetes
 TEST_TIMEOUT ?= 60m
 # staticcheck, run by `make lint` at a pinned version (`go run` fetches it
 # through the module proxy once, then from the module cache).
@@ -28,7 +28,7 @@ demo: ## offline demo: stand-ins, postgres+redis+mongo with real clients, env ma
 	$(GO) build -o bin/democlient ./cmd/sandboxer/democlient
 	set -a; . build/images.env; set +a; bin/sandboxer doctor && bin/sandboxer run --services postgres,redis,mongo -- bin/democlient
 
-env: ## install packages, start runtimes (rootless Podman as an unprivileged user too), build+serve stand-in images, write build/images.env
+env: ## install packages, start runtimes (rootless Podman as an unprivileged user too, a single-node Kubernetes cluster), build+serve stand-in images, write build/images.env
 	hack/env.sh up
 
 env-down: ## stop only what `make env` started, undo what it changed (the rootless user, its tun ACL, its files)

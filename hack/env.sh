@@ -4,9 +4,10 @@
 # up (what `make env` runs; idempotent):
 #   - installs the Debian packages the build needs,
 #   - brings up each runtime of SANDBOXER_RUNTIMES (default: docker, podman,
-#     podman-rootless and containerd, each through hack/env/<runtime>.sh) —
-#     starting daemons only when none answers, and recording what it
-#     started (and, for podman-rootless, what it changed) under build/run/,
+#     podman-rootless, containerd and kubernetes, each through
+#     hack/env/<runtime>.sh) — starting daemons only when none answers, and
+#     recording what it started (and, for podman-rootless, what it changed)
+#     under build/run/,
 #   - builds (cached under ~/.cache/sandboxer) and serves the stand-in
 #     images from a registry on 127.0.0.1 (hack/images.sh),
 #   - writes build/images.env: image refs, registry and runtime endpoints,
@@ -23,7 +24,7 @@ runtimes() {
 		return
 	fi
 	local rt
-	for rt in docker podman podman-rootless containerd; do
+	for rt in docker podman podman-rootless containerd kubernetes; do
 		[ -x "hack/env/$rt.sh" ] && echo "$rt"
 	done
 	return 0
@@ -53,8 +54,8 @@ up() {
 	log "build/images.env:"
 	sed 's/^/[env]   /' build/images.env >&2
 	local started=() pidfile
-	for pidfile in build/run/*.pid; do
-		[ -e "$pidfile" ] && started+=("${pidfile##*/}")
+	for pidfile in build/run/*.pid build/run/*/*.pid; do
+		[ -e "$pidfile" ] && started+=("${pidfile#build/run/}")
 	done
 	log "up in $(($(date +%s) - t0))s; started by us: ${started[*]}"
 }

@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# busybox.sh WORKDIR [--volume] : the busybox stand-in, from the host's
-# Debian busybox-static: /bin/busybox, a symlink per applet, /etc/passwd and
-# /etc/group with root and nobody, CMD ["sh"]. With --volume the config also
-# declares VOLUME /data (the busybox-volume image; same rootfs).
+# busybox.sh WORKDIR [--volume|--pause] : the busybox stand-in, from the
+# host's Debian busybox-static: /bin/busybox, a symlink per applet,
+# /etc/passwd and /etc/group with root and nobody, CMD ["sh"]. With --volume
+# the config also declares VOLUME /data (the busybox-volume image); with
+# --pause its command sleeps forever (the pause image, the pod sandbox of the
+# Kubernetes test cluster). Same rootfs.
 # sandboxer-inputs: /bin/busybox
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "$HERE/common.sh"
 
-[[ $# -ge 1 && $# -le 2 ]] || die "usage: $0 WORKDIR [--volume]"
+[[ $# -ge 1 && $# -le 2 ]] || die "usage: $0 WORKDIR [--volume|--pause]"
 work=$1
 volume=
+cmd='["sh"]'
+title="sandboxer busybox stand-in"
 case "${2:-}" in
 "") ;;
 --volume) volume=1 ;;
+--pause)
+	cmd='["sleep", "infinity"]'
+	title="sandboxer pause stand-in"
+	;;
 *) die "unknown option $2" ;;
 esac
 
@@ -56,8 +64,8 @@ volumes=
 cat >"$work/config.json" <<JSON
 {
   "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],$volumes
-  "Cmd": ["sh"],
-  "Labels": {"org.opencontainers.image.title": "sandboxer busybox stand-in"}
+  "Cmd": $cmd,
+  "Labels": {"org.opencontainers.image.title": "$title"}
 }
 JSON
 log "rootfs $(human_size "$work/rootfs.tar") ($("$bb" | head -n1 | cut -d' ' -f1-2))"

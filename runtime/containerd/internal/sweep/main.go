@@ -15,7 +15,7 @@
 //	    between its CNI ADD and recording it, a DEL that failed) is deleted
 //	    (CNI DEL) while the adapter still knows what it was.
 //
-//	sweep network [-leftover-ids ID,...] [-dry-run] [-state-dir DIR] [-cni-cache-dir DIR]
+//	sweep network [-leftover-ids ID,...] [-dry-run] [-state-dir DIR] [-cni-cache-dir DIR] [-pool CIDR -bridge NAME]
 //	    Removes what the adapter's CNI networking left on the host: the
 //	    adapter's bridges (BridgePrefix) and the veths on them; iptables
 //	    rules (filter, nat, mangle) that name an address of SubnetPool,
@@ -24,7 +24,10 @@
 //	    CNI-DN-* and CNI-HOSTPORT-* plumbing included) with the rules that
 //	    jump to them; libcni's cached results of those containers or
 //	    addresses; and the adapter's state dir. A chain that still holds
-//	    someone else's rule stays. It needs no daemon, and must run only
+//	    someone else's rule stays. -pool and -bridge name another CNI
+//	    network to sweep the same way instead of the adapter's (the
+//	    Kubernetes test cluster's, for hack/env/kubernetes.sh down). It
+//	    needs no daemon, and must run only
 //	    when no container of the adapter runs: it cannot tell a live
 //	    container's rules from a dead one's. It prints one line per object
 //	    removed.
@@ -38,6 +41,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -97,6 +101,8 @@ func networkCmd(args []string) error {
 	dryRun := fs.Bool("dry-run", false, "print what would be removed, remove nothing")
 	stateDir := fs.String("state-dir", containerd.DefaultStateDir, "the adapter's state dir, removed whole (empty: keep it)")
 	cniCacheDir := fs.String("cni-cache-dir", libcni.CacheDir, "libcni's cache dir, whose results/ holds the cached ADD results")
+	poolFlag := fs.String("pool", "", "sweep the network of this `CIDR` instead of the adapter's pool (with -bridge)")
+	bridge := fs.String("bridge", "", "sweep this bridge `name` instead of the adapter's bridges (with -pool)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,14 +110,14 @@ func networkCmd(args []string) error {
 		fs.Usage()
 		return flag.ErrHelp
 	}
+	o, err := networkOwner(*poolFlag, *bridge, *ids)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
 	defer cancel()
 	h := &hostNetwork{
-		owner: owner{
-			pool:       containerd.SubnetPool(),
-			ownsBridge: containerd.OwnsBridge,
-			ids:        strings.FieldsFunc(*ids, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }),
-		},
+		owner:       o,
 		tables:      []string{"filter", "nat", "mangle"},
 		cniCacheDir: *cniCacheDir,
 		stateDir:    *stateDir,
@@ -121,4 +127,27 @@ func networkCmd(args []string) error {
 		warn:        os.Stderr,
 	}
 	return h.sweep(ctx)
+}
+
+// networkOwner is what `sweep network` takes for its own: the adapter's pool
+// and bridges, or (-pool and -bridge, both or neither) another network's
+// pool and its one bridge; and the leftover container ids.
+func networkOwner(pool, bridge, ids string) (owner, error) {
+	o := owner{
+		pool:       containerd.SubnetPool(),
+		ownsBridge: containerd.OwnsBridge,
+		ids:        strings.FieldsFunc(ids, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }),
+	}
+	if (pool == "") != (bridge == "") {
+		return owner{}, errors.New("-pool and -bridge go together")
+	}
+	if pool == "" {
+		return o, nil
+	}
+	p, err := netip.ParsePrefix(pool)
+	if err != nil {
+		return owner{}, fmt.Errorf("-pool: %w", err)
+	}
+	o.pool, o.ownsBridge = p.Masked(), func(name string) bool { return name == bridge }
+	return o, nil
 }
