@@ -61,7 +61,9 @@ lint: ## gofmt, go vet, staticcheck (pinned, from the module proxy) and shellche
 fmt: ## gofmt -w
 	gofmt -w $$(git ls-files '*.go')
 
-bench: ## benchmarks (see bench/)
+bench: ## benchmarks (see bench/): a row per runtime that answers; kubernetes when KUBECONFIG is set (make env writes it)
+	@# SANDBOXER_BENCH_RUNTIMES (default all: docker, podman, containerd, and kubernetes when KUBECONFIG is set,
+	@# in the environment or build/images.env); SANDBOXER_BENCH_N rounds (default 10).
 	set -o pipefail; mkdir -p bench/results; \
 	$(GO) test -run '^$$' -bench . -benchmem ./provision/ ./engines/ ./janitor/ | tee bench/results/go-bench.txt
 	$(GO) run ./bench/cmd/sandboxer-bench -runtime "$${SANDBOXER_BENCH_RUNTIMES:-all}" -n "$${SANDBOXER_BENCH_N:-10}"

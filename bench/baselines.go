@@ -13,13 +13,14 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// spec is the run spec the provisioner would use for engine, in host
-// mode, with the bench's labels instead of a sandbox's.
+// spec is the run spec the provisioner would use for engine, in the run's
+// mode (host: a port published on 127.0.0.1; network: the run's network,
+// nothing published), with the bench's labels instead of a sandbox's.
 func (s *Suite) spec(engine, name string, cred engines.Credentials, labels map[string]string) runtime.RunSpec {
 	e, _ := s.Registry.Lookup(engine)
 	sp := e.Spec()
 	cc := e.Container(cred, engines.Limits{MemoryBytes: provision.DefaultMemoryBytes})
-	return runtime.RunSpec{
+	spec := runtime.RunSpec{
 		Name:        name,
 		Image:       s.Images[engine],
 		Env:         cc.Env,
@@ -28,14 +29,20 @@ func (s *Suite) spec(engine, name string, cred engines.Credentials, labels map[s
 		Tmpfs:       cc.Tmpfs,
 		MemoryBytes: provision.DefaultMemoryBytes,
 		CPUs:        provision.DefaultCPUs,
-		Ports:       []runtime.PortSpec{{ContainerPort: sp.Port, Protocol: "tcp", HostIP: runtime.DefaultHostIP}},
 	}
+	if s.mode == ModeNetwork {
+		spec.Network = s.network
+	} else {
+		spec.Ports = []runtime.PortSpec{{ContainerPort: sp.Port, Protocol: "tcp", HostIP: runtime.DefaultHostIP}}
+	}
+	return spec
 }
 
 func (s *Suite) benchLabels() map[string]string { return map[string]string{s.prefix + ".bench": "1"} }
 
 // baseline runs engine's image through the floor and polls a real client
-// login every 20 ms; it returns the time from the run request to the first
+// login every 20 ms, at the published port (host mode) or at the
+// container's address on the run's network (network mode); it returns the time from the run request to the first
 // login, and the container's ID (to remove, even on failure).
 func (s *Suite) baseline(ctx context.Context, engine, tag string) (time.Duration, string, error) {
 	e, _ := s.Registry.Lookup(engine)
@@ -55,12 +62,15 @@ func (s *Suite) baselineWith(ctx context.Context, engine, tag string, timeout ti
 	name := provision.ContainerName(s.prefix, e.Spec().Short, "base-"+tag+"-"+ids.Hex(2))
 	spec := s.spec(engine, name, cred, s.benchLabels())
 	start := time.Now()
-	id, port, err := s.Floor.Run(ctx, spec)
+	id, at, err := s.Floor.Run(ctx, spec)
 	if err != nil {
 		return 0, id, err
 	}
 	ran := time.Since(start)
-	v, ok := URLVar(e.Env("X", engines.Endpoint{Host: runtime.DefaultHostIP, Port: port}, cred))
+	if at.Port == 0 {
+		at.Port = e.Spec().Port // network mode: the service's own port
+	}
+	v, ok := URLVar(e.Env("X", at, cred))
 	if !ok {
 		return 0, id, fmt.Errorf("%s emits no URL", engine)
 	}

@@ -17,10 +17,6 @@ const (
 	FigFakeGone      = "janitor sweep, 1000 fake, all orphans"
 	FigFakeGoneList  = "  listing round trips per sweep (all orphans)"
 	FigFakeList      = "baseline: fake List of 1000"
-	FigRealKept      = "janitor sweep, 50 real, owners alive"
-	FigRawList       = "baseline: list 50"
-	FigRealGone      = "janitor sweep, 50 real, all orphans"
-	FigRawRemove50   = "baseline: force-remove 50, 8 at once"
 	FigOwnersOK      = "owners at once: provisioned"
 	FigOwnersP50     = "owners at once: p50"
 	FigOwnersP95     = "owners at once: p95"
@@ -30,6 +26,18 @@ const (
 	FigRawOwnersP50  = "baseline: owners at once: p50"
 	FigRawOwnersP95  = "baseline: owners at once: p95"
 )
+
+// FigRealKept is the name of the real sweep of n sandboxes whose owner lives.
+func FigRealKept(n int) string { return fmt.Sprintf("janitor sweep, %d real, owners alive", n) }
+
+// FigRawList is the name of the floor's list of n sandboxes.
+func FigRawList(n int) string { return fmt.Sprintf("baseline: list %d", n) }
+
+// FigRealGone is the name of the real sweep of n orphans.
+func FigRealGone(n int) string { return fmt.Sprintf("janitor sweep, %d real, all orphans", n) }
+
+// FigRawRemoveN is the name of the floor's forced removal of n sandboxes.
+func FigRawRemoveN(n int) string { return fmt.Sprintf("baseline: force-remove %d, 8 at once", n) }
 
 // FigBaseline is the name of an engine's baseline figure.
 func FigBaseline(engine string) string { return "baseline: " + engine + " run + login" }
@@ -69,7 +77,7 @@ func (s *Suite) declare() {
 		add(&Figure{Name: FigBaseline(n), Unit: UnitMS, Note: "runtime API run of the same image and flags, then a real client login polled every 20 ms"})
 	}
 	for _, n := range names {
-		add(&Figure{Name: FigProvision(n), Unit: UnitMS, Baseline: FigBaseline(n), Target: ratio(1.05), Note: "Provision, host mode, until it returns ready"})
+		add(&Figure{Name: FigProvision(n), Unit: UnitMS, Baseline: FigBaseline(n), Target: ratio(1.05), Note: "Provision, " + string(s.mode) + " mode, until it returns ready"})
 		add(&Figure{Name: figStarted(n), Unit: UnitMS, Baseline: figRawRun(n), Note: "validate, list, image check, run (create, start, inspect)"})
 		add(&Figure{Name: figBeforeRun(n), Unit: UnitMS, Note: "what a provision does before its Run; the list runs beside the image check"})
 		add(&Figure{Name: figRun(n), Unit: UnitMS, Baseline: figRawRun(n), Note: "the provisioner's Run, as the runtime answered it"})
@@ -91,10 +99,10 @@ func (s *Suite) declare() {
 	add(&Figure{Name: FigFakeGone, Unit: UnitMS, Baseline: FigFakeList, Target: maxMS(50), Note: "every sandbox killed and removed"})
 	add(&Figure{Name: FigFakeGoneList, Unit: UnitCount, Target: maxMS(1), Note: "removal adds, per orphan, an identity check before the kill and before the remove"})
 	add(&Figure{Name: FigFakeList, Unit: UnitMS, Note: "one List by label on the fake"})
-	add(&Figure{Name: FigRealKept, Unit: UnitMS, Baseline: FigRawList, Note: fmt.Sprintf("%d %s sandboxes, owner container running", s.RealSweep, s.SweepEngine)})
-	add(&Figure{Name: FigRawList, Unit: UnitMS, Note: "runtime API list by label"})
-	add(&Figure{Name: FigRealGone, Unit: UnitMS, Baseline: FigRawRemove50, Note: "owner gone: kill and remove every sandbox"})
-	add(&Figure{Name: FigRawRemove50, Unit: UnitMS, Note: "runtime API remove --force, as many at once as the janitor"})
+	add(&Figure{Name: FigRealKept(s.RealSweep), Unit: UnitMS, Baseline: FigRawList(s.RealSweep), Note: fmt.Sprintf("%d %s sandboxes, owner container running", s.RealSweep, s.SweepEngine)})
+	add(&Figure{Name: FigRawList(s.RealSweep), Unit: UnitMS, Note: "runtime API list by label"})
+	add(&Figure{Name: FigRealGone(s.RealSweep), Unit: UnitMS, Baseline: FigRawRemoveN(s.RealSweep), Note: "owner gone: kill and remove every sandbox"})
+	add(&Figure{Name: FigRawRemoveN(s.RealSweep), Unit: UnitMS, Note: "runtime API remove --force, as many at once as the janitor"})
 	add(&Figure{Name: FigOwnersOK, Unit: UnitCount, Target: &Target{Kind: TargetMin, Value: float64(s.Owners)}, Note: fmt.Sprintf("of %d owners provisioning %s at once", s.Owners, s.OwnersEngine)})
 	add(&Figure{Name: FigOwnersP50, Unit: UnitMS, Baseline: FigRawOwnersP50, Target: ratio(1.10), Note: "latency of each owner's Provision from the common start"})
 	add(&Figure{Name: FigOwnersP95, Unit: UnitMS, Baseline: FigRawOwnersP95, Target: ratio(1.10)})

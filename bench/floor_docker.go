@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/nat"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -46,9 +47,10 @@ func (*DockerFloor) Describe() string {
 }
 
 // Run creates and starts the container spec describes, with the same
-// image, env, command, labels, tmpfs, limits and published ports as the
-// adapter would ask for.
-func (f *DockerFloor) Run(ctx context.Context, spec runtime.RunSpec) (string, int, error) {
+// image, env, command, labels, tmpfs, limits, network and published ports
+// as the adapter would ask for, then inspects it once for the published
+// port (host mode) or the address on spec.Network (network mode).
+func (f *DockerFloor) Run(ctx context.Context, spec runtime.RunSpec) (string, engines.Endpoint, error) {
 	cfg := &container.Config{Image: spec.Image, Cmd: spec.Command, Entrypoint: spec.Entrypoint, Labels: spec.Labels}
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		cfg.Env = append(cfg.Env, k+"="+spec.Env[k])
@@ -65,7 +67,7 @@ func (f *DockerFloor) Run(ctx context.Context, spec runtime.RunSpec) (string, in
 		p := spec.Ports[0]
 		var err error
 		if port, err = nat.NewPort("tcp", strconv.Itoa(p.ContainerPort)); err != nil {
-			return "", 0, err
+			return "", engines.Endpoint{}, err
 		}
 		hostIP := p.HostIP
 		if hostIP == "" {
@@ -76,26 +78,33 @@ func (f *DockerFloor) Run(ctx context.Context, spec runtime.RunSpec) (string, in
 	}
 	resp, err := f.cli.ContainerCreate(ctx, cfg, hc, nil, nil, spec.Name)
 	if err != nil {
-		return "", 0, fmt.Errorf("docker create %s: %w", spec.Name, err)
+		return "", engines.Endpoint{}, fmt.Errorf("docker create %s: %w", spec.Name, err)
 	}
 	if err := f.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-		return resp.ID, 0, fmt.Errorf("docker start %s: %w", spec.Name, err)
+		return resp.ID, engines.Endpoint{}, fmt.Errorf("docker start %s: %w", spec.Name, err)
 	}
-	if port == "" {
-		return resp.ID, 0, nil
+	if port == "" && spec.Network == "" {
+		return resp.ID, engines.Endpoint{}, nil
 	}
 	got, err := f.cli.ContainerInspect(ctx, resp.ID)
 	if err != nil {
-		return resp.ID, 0, fmt.Errorf("docker inspect %s: %w", spec.Name, err)
+		return resp.ID, engines.Endpoint{}, fmt.Errorf("docker inspect %s: %w", spec.Name, err)
 	}
-	if got.NetworkSettings != nil {
-		for _, b := range got.NetworkSettings.Ports[port] {
-			if n, err := strconv.Atoi(b.HostPort); err == nil && n > 0 {
-				return resp.ID, n, nil
-			}
+	if got.NetworkSettings == nil {
+		return resp.ID, engines.Endpoint{}, errors.New("docker: no network settings for " + spec.Name)
+	}
+	if port == "" {
+		if n := got.NetworkSettings.Networks[spec.Network]; n != nil && n.IPAddress != "" {
+			return resp.ID, engines.Endpoint{Host: n.IPAddress}, nil
+		}
+		return resp.ID, engines.Endpoint{}, fmt.Errorf("docker: no address on network %q for %s", spec.Network, spec.Name)
+	}
+	for _, b := range got.NetworkSettings.Ports[port] {
+		if n, err := strconv.Atoi(b.HostPort); err == nil && n > 0 {
+			return resp.ID, engines.Endpoint{Host: runtime.DefaultHostIP, Port: n}, nil
 		}
 	}
-	return resp.ID, 0, errors.New("docker: no host port bound for " + string(port))
+	return resp.ID, engines.Endpoint{}, errors.New("docker: no host port bound for " + string(port))
 }
 
 // Remove force-removes a container and its anonymous volumes.

@@ -91,17 +91,26 @@ type Figure struct {
 	Met    *bool   `json:"met,omitempty"`
 	// Note says what the figure includes, or anything a reader needs.
 	Note string `json:"note,omitempty"`
+	// NA, when set, says why the figure cannot be measured on this
+	// runtime ("n/a on kubernetes: ..."): it is reported, not dropped.
+	NA string `json:"na,omitempty"`
 }
 
 // Report is one run of the suite on one runtime.
 type Report struct {
-	Runtime  string    `json:"runtime"`
-	Endpoint string    `json:"endpoint"`
-	Version  string    `json:"version"`
-	Floor    string    `json:"floor"`
-	Host     string    `json:"host"`
-	Rounds   int       `json:"rounds"`
-	Started  time.Time `json:"started"`
+	Runtime  string `json:"runtime"`
+	Endpoint string `json:"endpoint"`
+	Version  string `json:"version"`
+	Floor    string `json:"floor"`
+	// Mode is how the row's sandboxes and baselines are reached (host or
+	// network).
+	Mode Mode   `json:"mode"`
+	Host string `json:"host"`
+	// Notes are what a reader must know of this row's run, such as a count
+	// lowered to what the runtime fits.
+	Notes   []string  `json:"notes,omitempty"`
+	Rounds  int       `json:"rounds"`
+	Started time.Time `json:"started"`
 	// ElapsedSeconds is how long the whole run took.
 	ElapsedSeconds float64           `json:"elapsed_s"`
 	Images         map[string]string `json:"images"`
@@ -189,7 +198,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# sandboxer bench: %s\n\n", r.Runtime)
 	fmt.Fprintf(&b, "- runtime: %s %s at %s; baseline floor: %s\n", r.Runtime, r.Version, r.Endpoint, r.Floor)
+	fmt.Fprintf(&b, "- mode: %s\n", r.Mode.Describe())
 	fmt.Fprintf(&b, "- host: %s\n", r.Host)
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- note: %s\n", n)
+	}
 	fmt.Fprintf(&b, "- started %s, took %s; %d rounds (medians, min and max over the samples)\n",
 		r.Started.UTC().Format(time.RFC3339), time.Duration(r.ElapsedSeconds*float64(time.Second)).Round(time.Second), r.Rounds)
 	for _, name := range slices.Sorted(maps.Keys(r.Images)) {
@@ -234,6 +247,9 @@ func (r *Report) Table() string {
 			}
 		}
 		note := f.Note
+		if f.NA != "" {
+			note = f.NA
+		}
 		if f.CompareRatio > 0 {
 			note = strings.TrimPrefix(fmt.Sprintf("%s; %.2fx %s", note, f.CompareRatio, f.Compare), "; ")
 		}

@@ -60,14 +60,27 @@ type Suite struct {
 	// empty (n/a). Empty: every part.
 	Only []string
 
+	// Notes are told in the report's header (Report.Notes): what the
+	// driver changed for this runtime, and why.
+	Notes []string
+
 	// Logger receives progress (default: discard).
 	Logger *slog.Logger
 
 	prefix string
+	// mode is the row's (ModeFor the runtime's forms); network is the
+	// network made for the run in network mode.
+	mode    Mode
+	network string
+	// na holds, by part, why that part cannot be measured here
+	// (Unmeasurable).
 	report *Report
 	mu     sync.Mutex
-	timed  *timedRuntime
-	evs    *events
+	na     map[string]string
+	// warmFigs are the warm figures declareWarm declared.
+	warmFigs []string
+	timed    *timedRuntime
+	evs      *events
 	// warming: phases are not recorded during the warm-up round.
 	warming bool
 }
@@ -95,8 +108,11 @@ const (
 // Parts lists every part of a run, in the order they run.
 var Parts = []string{PartEngines, PartTrio, PartWarm, PartImage, PartSweeps, PartOwners, PartCapacity}
 
-// wants reports whether the run measures part.
-func (s *Suite) wants(part string) bool { return len(s.Only) == 0 || slices.Contains(s.Only, part) }
+// wants reports whether the run measures part: asked for (Only), and
+// measurable on this runtime.
+func (s *Suite) wants(part string) bool {
+	return (len(s.Only) == 0 || slices.Contains(s.Only, part)) && s.na[part] == ""
+}
 
 // quickest is the registered engine with the shortest readiness deadline.
 func quickest(reg *engines.Registry) string {
@@ -168,18 +184,31 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	forms := runtime.FormsOf(s.RT)
+	s.mode, s.na = ModeFor(forms), Unmeasurable(s.RT.Name(), forms)
 	host, _ := os.Hostname()
 	s.report = &Report{
 		Runtime:  s.RT.Name(),
 		Endpoint: s.RT.Endpoint(),
 		Version:  info.Version,
 		Floor:    s.Floor.Describe(),
-		Host:     fmt.Sprintf("%s, %d CPUs, %s/%s, cgroup v%s", host, goruntime.NumCPU(), goruntime.GOOS, goruntime.GOARCH, info.CgroupVersion),
+		Mode:     s.mode,
+		Notes:    s.Notes,
+		Host:     hostLine(host, info.CgroupVersion),
 		Rounds:   s.Rounds,
 		Started:  time.Now(),
 		Images:   s.Images,
 	}
 	s.declare()
+	if s.mode == ModeNetwork {
+		s.network = s.prefix + "-net"
+		if _, err := s.RT.CreateNetwork(ctx, runtime.NetworkSpec{Name: s.network, Labels: s.benchLabels()}); err != nil {
+			return nil, fmt.Errorf("bench network: %w", err)
+		}
+		// Deferred first, so that it runs after cleanup has removed the
+		// containers on it.
+		defer s.removeNetwork(ctx)
+	}
 	defer s.cleanup(ctx)
 
 	if err := s.warm(ctx); err != nil {
@@ -197,6 +226,7 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 		Getenv:      func(string) string { return "" },
 		OnEvent:     s.evs.record,
 		Readiness:   s.Readiness,
+		Network:     s.network,
 		// The per-engine, trio and owners figures are the cold start's
 		// (their targets are about the provisioner's overhead over a bare
 		// run); the warm figures have a provisioner of their own.
@@ -212,6 +242,7 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	s.declareWarm(pw.WarmServices())
+	s.notMeasured()
 
 	s.Logger.Info("warm-up round (not recorded)")
 	s.warming = true
@@ -277,9 +308,16 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 	return s.report, nil
 }
 
+// warm makes sure every image is present before anything is timed; on a
+// runtime without an image store (ImageExists is ErrUnsupported: the node
+// pulls at Run) the untimed warm-up round pulls them instead, as the
+// provisioner lets Run pull.
 func (s *Suite) warm(ctx context.Context) error {
 	for _, ref := range s.Images {
 		ok, err := s.RT.ImageExists(ctx, ref)
+		if errors.Is(err, runtime.ErrUnsupported) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -335,6 +373,50 @@ func (s *Suite) cleanup(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// hostLine describes this host for the report; a runtime that does not
+// report its cgroup version (a cluster's API server) has none shown.
+func hostLine(host, cgroupVersion string) string {
+	line := fmt.Sprintf("%s, %d CPUs, %s/%s", host, goruntime.NumCPU(), goruntime.GOOS, goruntime.GOARCH)
+	if cgroupVersion != "" {
+		line += ", cgroup v" + cgroupVersion
+	}
+	return line
+}
+
+// removeNetwork removes the run's network (network mode).
+func (s *Suite) removeNetwork(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := s.RT.RemoveNetwork(cctx, s.network); err != nil {
+		s.Logger.Warn("cleanup", "network", s.network, "error", err)
+	}
+}
+
+// notMeasured marks the figures of every part that cannot be measured on
+// this runtime with the reason (Figure.NA), so that the report shows them
+// as n/a instead of dropping them.
+func (s *Suite) notMeasured() {
+	for part, why := range s.na {
+		for _, name := range s.partFigures(part) {
+			if f := s.report.Figure(name); f != nil {
+				f.NA = why
+			}
+		}
+	}
+}
+
+// partFigures names the figures a part measures, of those that a runtime
+// may not be able to measure (PartImage, PartWarm).
+func (s *Suite) partFigures(part string) []string {
+	switch part {
+	case PartImage:
+		return []string{FigImage, FigRawImage}
+	case PartWarm:
+		return s.warmFigs
+	}
+	return nil
 }
 
 // waitFor polls cond every 50 ms until it holds or timeout passes.

@@ -103,14 +103,14 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 	dry := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true, DryRun: true})
 
 	if err := s.seedSandboxes(ctx, r, "a", lbls); err != nil {
-		s.fail(FigRealKept, err)
+		s.fail(FigRealKept(s.RealSweep), err)
 		return
 	}
 	agent, err := s.RT.Run(ctx, runtime.RunSpec{
 		Name: owner, Image: s.Images["busybox"], Command: []string{"sleep", "3600"}, Labels: s.benchLabels(),
 	})
 	if err != nil {
-		s.fail(FigRealKept, err)
+		s.fail(FigRealKept(s.RealSweep), err)
 		return
 	}
 	// Past the grace window (whole-second creation times) before timing.
@@ -118,25 +118,25 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 		rep, err := dry.Sweep(ctx)
 		return err == nil && len(rep.Skipped) == 0 && len(rep.Kept) == s.RealSweep
 	}); err != nil {
-		s.fail(FigRealKept, err)
+		s.fail(FigRealKept(s.RealSweep), err)
 	}
 	for range 5 {
 		start := time.Now()
 		rep, err := j.Sweep(ctx)
 		d := time.Since(start)
 		if err != nil || len(rep.Kept) != s.RealSweep {
-			s.fail(FigRealKept, fmt.Errorf("sweep: %v (%s)", err, rep))
+			s.fail(FigRealKept(s.RealSweep), fmt.Errorf("sweep: %v (%s)", err, rep))
 			continue
 		}
-		s.sample(FigRealKept, ms(d))
+		s.sample(FigRealKept(s.RealSweep), ms(d))
 		start = time.Now()
 		n, err := s.Floor.List(ctx, keys.Sandboxes())
 		d = time.Since(start)
 		if err != nil || n != s.RealSweep {
-			s.fail(FigRawList, fmt.Errorf("list: %d, %v", n, err))
+			s.fail(FigRawList(s.RealSweep), fmt.Errorf("list: %d, %v", n, err))
 			continue
 		}
-		s.sample(FigRawList, ms(d))
+		s.sample(FigRawList(s.RealSweep), ms(d))
 	}
 
 	s.remove(ctx, agent.ID)
@@ -144,18 +144,18 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 	rep, err := j.Sweep(ctx)
 	d := time.Since(start)
 	if err != nil || len(rep.Removed) != s.RealSweep {
-		s.fail(FigRealGone, fmt.Errorf("sweep: %v (%s)", err, rep))
+		s.fail(FigRealGone(s.RealSweep), fmt.Errorf("sweep: %v (%s)", err, rep))
 	} else {
-		s.sample(FigRealGone, ms(d))
+		s.sample(FigRealGone(s.RealSweep), ms(d))
 	}
 
 	if err := s.seedSandboxes(ctx, r, "b", lbls); err != nil {
-		s.fail(FigRawRemove50, err)
+		s.fail(FigRawRemoveN(s.RealSweep), err)
 		return
 	}
 	cs, err := s.RT.List(ctx, keys.Sandboxes())
 	if err != nil || len(cs) != s.RealSweep {
-		s.fail(FigRawRemove50, fmt.Errorf("list: %d, %v", len(cs), err))
+		s.fail(FigRawRemoveN(s.RealSweep), fmt.Errorf("list: %d, %v", len(cs), err))
 		return
 	}
 	var g errgroup.Group
@@ -165,10 +165,10 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 		g.Go(func() error { return s.Floor.Remove(ctx, c.ID) })
 	}
 	if err := g.Wait(); err != nil {
-		s.fail(FigRawRemove50, err)
+		s.fail(FigRawRemoveN(s.RealSweep), err)
 		return
 	}
-	s.sample(FigRawRemove50, ms(time.Since(start)))
+	s.sample(FigRawRemoveN(s.RealSweep), ms(time.Since(start)))
 }
 
 // seedSandboxes runs RealSweep containers of SweepEngine labelled as

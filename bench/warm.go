@@ -25,10 +25,13 @@ func figTemplateBuild(engine string) string { return "  " + engine + ": warm tem
 
 // declareWarm lists the warm figures of the engines that start warm.
 func (s *Suite) declareWarm(warm []string) {
-	add := func(f *Figure) { s.report.Figures = append(s.report.Figures, f) }
+	add := func(f *Figure) {
+		s.report.Figures = append(s.report.Figures, f)
+		s.warmFigs = append(s.warmFigs, f.Name)
+	}
 	for _, n := range warm {
 		add(&Figure{Name: FigWarm(n), Unit: UnitMS, Baseline: FigBaseline(n), Target: &Target{Kind: TargetRatio, Value: 0.45},
-			Note: "Provision with warm start on (the template present), host mode, until it returns ready"})
+			Note: "Provision with warm start on (the template present), " + string(s.mode) + " mode, until it returns ready"})
 		add(&Figure{Name: FigFirstUse(n), Unit: UnitMS, Baseline: FigBaseline(n),
 			Note: "once per run, after the template is removed: what the first provision on a host costs"})
 		add(&Figure{Name: figTemplateBuild(n), Unit: UnitMS, Note: "run, ready, clean stop, tar of every tmpfs path, save, append one layer, load"})

@@ -136,14 +136,16 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 	if killErr != nil {
 		killErr = fmt.Errorf("identity check before kill: %w", killErr)
 	}
+	// killed: this call's kill reached the listed container.
 	killed := false
 	if same {
 		killErr = rt.Kill(kctx, ref)
-		killed = killErr == nil
-		if errors.Is(killErr, ErrNotFound) {
+		switch {
+		case killErr == nil:
+			killed = true
+		case errors.Is(killErr, ErrNotFound):
 			killErr = nil
-		}
-		if killErr != nil {
+		default:
 			killErr = fmt.Errorf("kill: %w", killErr)
 		}
 	}
@@ -156,9 +158,9 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 	defer cancel()
 	step := "identity check before remove"
 	outcome, same, err := check(rctx)
-	if err == nil && outcome == Gone && killed && FormsOf(rt).StopRemoves {
-		// On a backend whose kill deletes the container (a pod), the
-		// kill that succeeded is what removed it.
+	if err == nil && outcome == Gone && killed {
+		// The kill took the container away (a pod, whose kill deletes it:
+		// runtime.Forms.StopRemoves): this call removed it.
 		return Removed, nil
 	}
 	if err == nil && same {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,6 +219,23 @@ func TestDestroy(t *testing.T) {
 			},
 			want:      runtime.Gone,
 			wantCalls: []string{fakeruntime.VerbKill, fakeruntime.VerbRemove},
+		},
+		{
+			name: "KillThatDeletesIsRemoved",
+			setup: func(t *testing.T, w *destroyWorld) runtime.Container {
+				// As a pod's kill (runtime.Forms.StopRemoves): gone by the
+				// identity check before the remove.
+				var inspects atomic.Int32
+				w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+					if c.Verb == fakeruntime.VerbInspect && inspects.Add(1) == 2 {
+						require.NoError(t, w.fake.Remove(ctx, w.listed.ID))
+					}
+					return nil
+				})
+				return runtime.Container{}
+			},
+			want:      runtime.Removed,
+			wantCalls: []string{fakeruntime.VerbKill, fakeruntime.VerbRemove}, // the kill, then the deletion it stands for
 		},
 		{
 			name: "KillFailsStillRemoves",

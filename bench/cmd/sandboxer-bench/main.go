@@ -1,16 +1,23 @@
 // Command sandboxer-bench is the end-to-end benchmark driver behind
 // `make bench`. For each runtime asked for (every landed adapter by
-// default) that answers, it runs the bench suite with the stand-in images
-// of build/images.env (or SANDBOXER_IMAGE_*), writes
-// bench/results/<runtime>.md and .json, and prints the table.
+// default; kubernetes when KUBECONFIG is set) that answers, it runs the
+// bench suite with the stand-in images of build/images.env (or
+// SANDBOXER_IMAGE_*), writes bench/results/<runtime>.md and .json, and
+// prints the table.
 //
 // Usage:
 //
-//	go run ./bench/cmd/sandboxer-bench [-runtime docker,podman,containerd] [-n 5] [-out bench/results] [-only engines,trio]
+//	go run ./bench/cmd/sandboxer-bench [-runtime docker,podman,containerd,kubernetes] [-n 5] [-out bench/results] [-only engines,trio]
 //
 // A runtime named explicitly with -runtime must answer (exit status 1
 // otherwise); with the default, "all", runtimes that do not answer are
 // reported and left out. SANDBOXER_BENCH_N sets the default of -n.
+//
+// Docker, Podman and containerd are measured in host mode (published
+// 127.0.0.1 ports); kubernetes in network mode (bench.ModeFor: a cluster
+// publishes nothing on the host), on a namespace's pods
+// (SANDBOXER_K8S_NAMESPACE), with as many sandboxes at once as a 2-core
+// test node fits (atOnce).
 package main
 
 import (
@@ -34,6 +41,7 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/docker"
+	"github.com/roboco/sandboxer/runtime/kubernetes"
 	"github.com/roboco/sandboxer/runtime/podman"
 )
 
@@ -41,7 +49,21 @@ import (
 type backend struct {
 	name    string
 	connect func() (runtime.ContainerRuntime, bench.Floor, error)
+	// atOnce, when not zero, caps how many sandboxes the row runs at once
+	// (the owners and the real sweeps), and why says why.
+	atOnce int
+	why    string
+	// optIn, when set, says whether "all" includes the backend (the
+	// others always are, and left out when they do not answer).
+	optIn func() bool
 }
+
+// k8sAtOnce is how many sandbox pods at once fit the test cluster's node
+// beside another test's: each pod requests a tenth of its CPU limit
+// (provision.DefaultCPUs, 1 CPU: 100m; runtime/kubernetes), so 20 would
+// ask the whole 2000m of a 2-core node and the kubelet would refuse a pod
+// (OutOfcpu) as soon as anything else ran there; 16 leave 400m.
+const k8sAtOnce = 16
 
 // backends are the runtimes the driver knows, in the order they run.
 var backends = []backend{
@@ -75,6 +97,15 @@ var backends = []backend{
 		}
 		return rt, bench.AdapterFloor{RT: rt}, nil
 	}},
+	{name: kubernetes.Name, connect: func() (runtime.ContainerRuntime, bench.Floor, error) {
+		rt, err := kubernetes.New()
+		if err != nil {
+			return nil, nil, err
+		}
+		return rt, bench.AdapterFloor{RT: rt}, nil
+	}, atOnce: k8sAtOnce,
+		why:   "each sandbox pod requests 100m CPU, and 20 would ask all 2000m of the 2-core test node (the kubelet refuses a pod past that: OutOfcpu)",
+		optIn: func() bool { return os.Getenv("KUBECONFIG") != "" }},
 }
 
 func main() {
@@ -89,7 +120,7 @@ func main() {
 		defN = n
 	}
 	var (
-		runtimes     = flag.String("runtime", "all", "runtimes to measure, comma-separated (docker, podman, containerd), or all")
+		runtimes     = flag.String("runtime", "all", "runtimes to measure, comma-separated (docker, podman, containerd, kubernetes), or all (kubernetes when KUBECONFIG is set)")
 		rounds       = flag.Int("n", defN, "rounds of the provisioning figures (env SANDBOXER_BENCH_N)")
 		owners       = flag.Int("owners", 20, "owners provisioning -owners-engine at once")
 		ownersEngine = flag.String("owners-engine", "", "engine the owners provision at once (default: the registry's first, postgres)")
@@ -146,6 +177,7 @@ func main() {
 			RealSweep: *sweep, SweepRounds: *sweepRounds, SweepEngine: *sweepEngine, FakeSweep: *fake, ImageChecks: *imageChecks,
 			Logger: logger.With("runtime", b.name), Readiness: mode, Only: parts,
 		}
+		b.capAtOnce(suite)
 		rep, err := measure(ctx, b, suite)
 		if errors.Is(err, runtime.ErrUnavailable) && !explicit {
 			logger.Warn("runtime does not answer: left out", "runtime", b.name, "error", err)
@@ -171,11 +203,34 @@ func main() {
 	}
 }
 
+// capAtOnce lowers the suite's sandboxes at once to the backend's cap,
+// and says so in the report's header.
+func (b backend) capAtOnce(s *bench.Suite) {
+	if b.atOnce <= 0 || (s.Owners <= b.atOnce && s.RealSweep <= b.atOnce) {
+		return
+	}
+	s.Notes = append(s.Notes, fmt.Sprintf("owners at once %d (asked %d), real sweeps of %d (asked %d): %s",
+		min(s.Owners, b.atOnce), s.Owners, min(s.RealSweep, b.atOnce), s.RealSweep, b.why))
+	s.Owners, s.RealSweep = min(s.Owners, b.atOnce), min(s.RealSweep, b.atOnce)
+}
+
 // choose resolves -runtime into backends; explicit says whether they were
 // named (and so must answer).
 func choose(list string) ([]backend, bool, error) {
+	return chooseFrom(backends, list)
+}
+
+// chooseFrom is choose over a list of backends: "all" (or nothing) is
+// every backend that is not opt-in, and each opt-in one whose optIn holds.
+func chooseFrom(backends []backend, list string) ([]backend, bool, error) {
 	if list == "" || list == "all" {
-		return backends, false, nil
+		var out []backend
+		for _, b := range backends {
+			if b.optIn == nil || b.optIn() {
+				out = append(out, b)
+			}
+		}
+		return out, false, nil
 	}
 	var out []backend
 	for _, name := range strings.Split(list, ",") {
@@ -188,7 +243,7 @@ func choose(list string) ([]backend, bool, error) {
 			}
 		}
 		if !found {
-			return nil, false, fmt.Errorf("unknown runtime %q (docker, podman, containerd, all)", name)
+			return nil, false, fmt.Errorf("unknown runtime %q (docker, podman, containerd, kubernetes, all)", name)
 		}
 	}
 	return out, true, nil
