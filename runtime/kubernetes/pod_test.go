@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -286,4 +287,14 @@ func TestBuildPodOnThePodNetworkHasNoNetworkLabel(t *testing.T) {
 	pod, err = r.buildPod(runtime.RunSpec{Name: "sbx-b", Image: "img", Network: "mine"}, false)
 	require.NoError(t, err)
 	assert.Equal(t, "mine", pod.Labels[networkLabel])
+}
+
+func TestNextPollGrowsToItsCap(t *testing.T) {
+	d, seen := firstPoll, []time.Duration{firstPoll}
+	for range 10 {
+		d = nextPoll(d)
+		seen = append(seen, d)
+	}
+	assert.Equal(t, []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, 45 * time.Millisecond}, seen[:3])
+	assert.Equal(t, pollInterval, seen[len(seen)-1], "capped")
 }

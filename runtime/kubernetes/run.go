@@ -114,6 +114,7 @@ func (r *Runtime) waitStarted(ctx context.Context, pod *corev1.Pod) (runtime.Con
 	ctx, cancel := context.WithTimeout(ctx, r.startTimeout)
 	defer cancel()
 	last := "pending"
+	pause := firstPoll
 	for {
 		p, err := r.cs.CoreV1().Pods(r.namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		switch {
@@ -133,7 +134,8 @@ func (r *Runtime) waitStarted(ctx context.Context, pod *corev1.Pod) (runtime.Con
 		select {
 		case <-ctx.Done():
 			return runtime.Container{}, fmt.Errorf("not running within %s (last: %s): %w", r.startTimeout, last, ctx.Err())
-		case <-time.After(pollInterval):
+		case <-time.After(pause):
+			pause = nextPoll(pause)
 		}
 	}
 }

@@ -88,6 +88,7 @@ func (r *Runtime) deletePod(ctx context.Context, p *corev1.Pod, grace int64) err
 func (r *Runtime) waitGone(ctx context.Context, name string, uid types.UID, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	pause := firstPoll
 	for {
 		p, err := r.cs.CoreV1().Pods(r.namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -99,7 +100,8 @@ func (r *Runtime) waitGone(ctx context.Context, name string, uid types.UID, time
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("pod %s still there after %s: %w", name, timeout, ctx.Err())
-		case <-time.After(pollInterval):
+		case <-time.After(pause):
+			pause = nextPoll(pause)
 		}
 	}
 }
