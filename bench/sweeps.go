@@ -99,7 +99,10 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 	lbls := keys.OwnedBy(owner)
 	lbls[keys.Engine] = s.SweepEngine
 	maps.Copy(lbls, s.benchLabels())
-	j := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true})
+	// NoAdopt: the sweeps measure judging and removing; a sweep that
+	// adopted the kept sandboxes (Kubernetes) would hand their removal to
+	// the cluster's garbage collector once the agent goes.
+	j := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true, NoAdopt: true})
 	dry := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true, DryRun: true})
 
 	if err := s.seedSandboxes(ctx, r, "a", lbls); err != nil {

@@ -81,7 +81,7 @@ func TestSweepAdoptionFailureKeepsTheSandboxCovered(t *testing.T) {
 	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Kept))
 }
 
-func TestSweepDryRunAndPlainRuntimesAdoptNothing(t *testing.T) {
+func TestSweepDryRunNoAdoptAndPlainRuntimesAdoptNothing(t *testing.T) {
 	ctx := context.Background()
 	w, a := adoptingWorld(t)
 	w.agent("roboco-agent-1", runtime.StateRunning)
@@ -90,6 +90,11 @@ func TestSweepDryRunAndPlainRuntimesAdoptNothing(t *testing.T) {
 	rep, err := janitor.New(a, janitor.Options{Now: w.clock.Now, DryRun: true}).Sweep(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, rep.Adopted)
+
+	rep, err = janitor.New(a, janitor.Options{Now: w.clock.Now, NoAdopt: true}).Sweep(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Adopted, "NoAdopt")
+	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Kept))
 
 	// The plain fake (no runtime.Adopter): nothing to adopt with.
 	rep, err = janitor.New(w.fake, janitor.Options{Now: w.clock.Now}).Sweep(ctx)

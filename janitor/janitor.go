@@ -76,6 +76,11 @@ type Options struct {
 	DryRun bool
 	// Concurrency bounds parallel removals (default DefaultConcurrency).
 	Concurrency int
+	// NoAdopt leaves adoption (runtime.Adopter: Kubernetes'
+	// ownerReferences) to Provision and `sandboxer adopt`: the sweep then
+	// never writes to a sandbox it keeps (a janitor without the right to
+	// update pods, or a measurement of removal alone).
+	NoAdopt bool
 	// CallTimeout bounds each runtime call of a sweep: the snapshot, and
 	// each removal's kill and remove (default runtime.DefaultCallTimeout).
 	// A runtime that hangs on one container costs that container's
@@ -253,7 +258,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 // next sweep: the janitor still covers the sandbox meanwhile.
 func (j *Janitor) adopt(ctx context.Context, adoptable map[string][]Sandbox, listed map[string]runtime.Container, rep *Report) {
 	ad, ok := j.rt.(runtime.Adopter)
-	if !ok || len(adoptable) == 0 {
+	if !ok || j.opts.NoAdopt || len(adoptable) == 0 {
 		return
 	}
 	for _, owner := range slices.Sorted(maps.Keys(adoptable)) {

@@ -104,6 +104,7 @@ func (a *app) gcCmd() *cobra.Command {
 	var (
 		grace   time.Duration
 		dryRun  bool
+		noAdopt bool
 		format  string
 		timeout time.Duration
 	)
@@ -125,6 +126,7 @@ not be judged or removed.
 			if err != nil {
 				return err
 			}
+			jopts.NoAdopt = noAdopt
 			jopts.DryRun = dryRun
 			if err := checkTimeout(timeout); err != nil {
 				return err
@@ -181,6 +183,7 @@ not be judged or removed.
 	}
 	f := cmd.Flags()
 	f.DurationVar(&grace, "grace", janitor.DefaultGrace, "leave sandboxes younger than this alone (0s: none)")
+	f.BoolVar(&noAdopt, "no-adopt", false, "never adopt kept sandboxes by their owner (Kubernetes ownerReferences): leave it to up/spawn and `sandboxer adopt`")
 	f.BoolVar(&dryRun, "dry-run", false, "report what would be removed, remove nothing")
 	f.StringVarP(&format, "format", "o", "text", "output: text or json")
 	timeoutFlag(f, &timeout)
@@ -232,7 +235,10 @@ func writeReport(w io.Writer, sweeps []sweep, dryRun bool) {
 }
 
 func (a *app) janitorCmd() *cobra.Command {
-	var grace, interval time.Duration
+	var (
+		grace, interval time.Duration
+		noAdopt         bool
+	)
 	cmd := &cobra.Command{
 		Use:   "janitor [--interval 30s] [--grace 180s]",
 		Short: "Sweep for orphaned sandboxes at start and on every tick, until a signal stops it",
@@ -248,6 +254,7 @@ run one janitor per runtime (--runtime) on a host with several.`,
 			if err != nil {
 				return err
 			}
+			jopts.NoAdopt = noAdopt
 			if interval <= 0 {
 				return usagef("--interval %s: must be positive", interval)
 			}
@@ -272,5 +279,6 @@ run one janitor per runtime (--runtime) on a host with several.`,
 	f := cmd.Flags()
 	f.DurationVar(&interval, "interval", 30*time.Second, "time between sweeps")
 	f.DurationVar(&grace, "grace", janitor.DefaultGrace, "leave sandboxes younger than this alone (0s: none)")
+	f.BoolVar(&noAdopt, "no-adopt", false, "never adopt kept sandboxes by their owner (Kubernetes ownerReferences): leave it to up/spawn and `sandboxer adopt`")
 	return cmd
 }
