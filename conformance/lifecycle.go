@@ -339,7 +339,7 @@ func testRemoveByIDRemovesOnlyThatContainer(t *testing.T, s *suite) {
 	spec.Command = ignoreTERM
 	c, volume := s.runWithVolume(t, ctx, spec)
 	s.waitTrap(t, ctx, spec.Name)
-	require.True(t, runtime.IsFullID(c.ID), "Run reports a full ID: %q", c.ID)
+	require.NotEmpty(t, c.ID, "Run reports the container's ID")
 	require.True(t, exists(c.ID), "the runtime lists %s", c.ID)
 
 	for _, ref := range []string{spec.Name, c.ID[:12]} {
@@ -368,7 +368,7 @@ func testRemoveByIDRemovesOnlyThatContainer(t *testing.T, s *suite) {
 	require.NoError(t, err)
 	assert.Equal(t, runtime.StateRunning, got.State, "and still runs")
 
-	err = runtime.RemoveByID(ctx, s.rt, randomHex(32))
+	err = runtime.RemoveByID(ctx, s.rt, neverHad(c.ID))
 	assert.ErrorIs(t, err, runtime.ErrNotFound, "an ID nothing ever had")
 }
 
@@ -496,4 +496,15 @@ func testOOMKillIsReported(t *testing.T, s *suite) {
 	assert.True(t, listed[0].OOMKilled, "list reports the OOM kill")
 	assert.True(t, snap.Matched[0].OOMKilled, "snapshot reports the OOM kill")
 	assert.Equal(t, "exited (OOM killed)", c.Status())
+}
+
+// neverHad is an ID of the same shape as id that no container ever had: 64
+// random hex digits for Docker's and Podman's, a random UUID for a
+// Kubernetes pod's UID.
+func neverHad(id string) string {
+	if runtime.IsFullID(id) {
+		return randomHex(32)
+	}
+	h := randomHex(16)
+	return h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-8" + h[17:20] + "-" + h[20:32]
 }

@@ -66,7 +66,8 @@ func SameContainer(was, now Container) bool {
 // container a caller listed, and only that container.
 //
 // Where rt's container IDs are never reused (it is an IDRemover: Docker,
-// Podman), that takes one call: a forced remove by the listed full ID,
+// Podman, Kubernetes' pod UIDs), that takes one call: a forced remove by
+// the listed full ID,
 // which kills the container first and can only find that container or
 // none (Gone). Elsewhere (containerd, whose ID is the name, and any
 // wrapper that does not forward IDRemover) a same-named container made
@@ -100,7 +101,7 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 	}
 	base := context.WithoutCancel(ctx)
 
-	if _, ok := rt.(IDRemover); ok && IsFullID(ref) {
+	if _, ok := rt.(IDRemover); ok {
 		rctx, cancel := context.WithTimeout(base, timeout)
 		err := RemoveByID(rctx, rt, ref)
 		cancel()
@@ -109,12 +110,13 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 			return Removed, nil
 		case errors.Is(err, ErrNotFound):
 			return Gone, nil
-		case !errors.Is(err, ErrUnsupported):
+		case !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrInvalid):
 			return Removed, fmt.Errorf("destroy %s: remove: %w", name, err)
 		}
-		// A wrapper whose runtime does not say its IDs are never reused:
-		// nothing was asked of the runtime; take the checked path (as for
-		// a listed ID that is not a full one).
+		// A wrapper whose runtime does not say its IDs are never reused,
+		// or a listed ID that is not one the runtime removes by (not a
+		// full ID): nothing was asked of the runtime; take the checked
+		// path.
 	}
 
 	// check inspects ref and says whether it is still the listed container.
@@ -177,8 +179,8 @@ func Destroy(ctx context.Context, rt ContainerRuntime, listed Container, timeout
 }
 
 // IDRemover is implemented by adapters whose container IDs are never
-// reused: an ID is chosen at random from 256 bits (Docker's and Podman's 64
-// hex digits) and no later container gets it, so a container's full ID
+// reused: an ID is chosen at random (Docker's and Podman's 64 hex digits,
+// a Kubernetes pod's UID) and no later container gets it, so a container's full ID
 // names that container and no other, ever. It is not part of the port:
 // Destroy uses it to tear a listed container down in one forced remove by
 // its listed ID, where a backend whose ID is the name (containerd) needs
@@ -189,12 +191,14 @@ type IDRemover interface {
 	// RemoveByID force-removes the container whose full ID is id,
 	// killing it first where it runs, with its anonymous volumes. No
 	// container with that ID gives an error matching ErrNotFound (another
-	// caller removed it). id must be a full ID: a name or a prefix is
-	// ErrInvalid and removes nothing, since either may come to mean
-	// another container. (The daemons resolve a reference as an ID first,
-	// then as a name: only a container deliberately named like another's
-	// removed ID could be reached instead, and no tool names one so.) A wrapper whose own runtime is no IDRemover
-	// returns ErrUnsupported having asked the runtime nothing.
+	// caller removed it). id must be a full ID as the adapter reports it
+	// (Container.ID): a name or a prefix is ErrInvalid and removes
+	// nothing, since either may come to mean another container. (Docker
+	// and Podman resolve a reference as an ID first, then as a name: only
+	// a container deliberately named like another's removed ID could be
+	// reached instead, and no tool names one so; Kubernetes deletes with
+	// the UID as a precondition.) A wrapper whose own runtime is no
+	// IDRemover returns ErrUnsupported having asked the runtime nothing.
 	RemoveByID(ctx context.Context, id string) error
 }
 

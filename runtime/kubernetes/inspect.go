@@ -61,6 +61,7 @@ func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 	if err != nil {
 		return nil, r.wrap(runtime.OpList, adapterkit.SelectorString(selector), err)
 	}
+	r.uids.learn(pods, false)
 	out := []runtime.Container{}
 	for i := range pods {
 		if matches(&pods[i], selector) {
@@ -77,6 +78,7 @@ func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (run
 	if err != nil {
 		return runtime.Snapshot{}, r.wrap(runtime.OpSnapshot, adapterkit.SelectorString(selector), err)
 	}
+	r.uids.learn(pods, true)
 	snap := runtime.Snapshot{Matched: []runtime.Container{}, Refs: make(map[string]bool, 2*len(pods))}
 	for i := range pods {
 		p := &pods[i]

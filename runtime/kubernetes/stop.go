@@ -41,7 +41,7 @@ func (r *Runtime) end(ctx context.Context, op, ref string, grace int64) error {
 	if toContainer(p).State == runtime.StateExited || len(p.Spec.SchedulingGates) > 0 {
 		return nil
 	}
-	if err := r.deletePod(ctx, p, grace); err != nil {
+	if _, err := r.deletePod(ctx, p, grace); err != nil {
 		return r.wrap(op, ref, err)
 	}
 	return nil
@@ -62,26 +62,29 @@ func (r *Runtime) Remove(ctx context.Context, ref string) error {
 	case err != nil:
 		return err
 	}
-	if err := r.deletePod(ctx, p, 0); err != nil {
+	if _, err := r.deletePod(ctx, p, 0); err != nil {
 		return r.wrap(op, ref, err)
 	}
 	return nil
 }
 
 // deletePod deletes p (this very pod: its UID is a precondition) with
-// grace seconds, waits until it is gone and removes its Secret.
-func (r *Runtime) deletePod(ctx context.Context, p *corev1.Pod, grace int64) error {
-	err := r.cs.CoreV1().Pods(r.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+// grace seconds, waits until it is gone and removes its Secret. absent
+// reports that no pod had p's name and UID when the delete came (another
+// caller's delete, or a newer pod under the name).
+func (r *Runtime) deletePod(ctx context.Context, p *corev1.Pod, grace int64) (absent bool, err error) {
+	err = r.cs.CoreV1().Pods(r.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: &grace,
 		Preconditions:      &metav1.Preconditions{UID: &p.UID},
 	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return err
+	absent = apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+	if err != nil && !absent {
+		return false, err
 	}
 	if err := r.waitGone(ctx, p.Name, p.UID, time.Duration(grace)*time.Second+goneTimeout); err != nil {
-		return err
+		return absent, err
 	}
-	return r.deleteSecret(ctx, p.Name, p.UID)
+	return absent, r.deleteSecret(ctx, p.Name, p.UID)
 }
 
 // waitGone polls until no pod named name has the UID uid.
