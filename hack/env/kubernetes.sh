@@ -61,7 +61,7 @@ built() {
 # of its ./staging replaces replaced by that module's $STAGING_VERSION, and
 # the etcd main.
 build_module() {
-	local dir=$1 mod
+	local dir=$1 mod b
 	mkdir -p "$dir/etcd"
 	grep -v '^//go:build ignore$' hack/env/kubernetes/etcd/main.go >"$dir/etcd/main.go"
 	(
@@ -75,7 +75,15 @@ build_module() {
 			printf 'replace %s => %s %s\n' "$m" "$m" "$STAGING_VERSION"
 		done >>go.mod
 		[ "$(grep -c '^replace ' go.mod)" -gt 20 ] || { log "kubernetes: found no staging replaces in $mod"; return 1; }
+		# Tool directives keep the kubernetes requirement through tidy (no
+		# package of this module imports it, and tidy would drop it, then
+		# the build would take @latest); etcd then comes at the version
+		# kubernetes requires.
+		for b in "${BINARIES[@]}"; do
+			case "$b" in etcd) ;; *) printf 'tool k8s.io/kubernetes/cmd/%s\n' "$b" ;; esac
+		done >>go.mod
 		go mod tidy
+		grep -qE "^(require )?[[:space:]]*k8s\.io/kubernetes $VERSION( |\$)" go.mod || { log "kubernetes: go.mod lost k8s.io/kubernetes $VERSION"; return 1; }
 	)
 }
 
@@ -199,6 +207,7 @@ serve() {
 			log "kubernetes: $name already running (started by us, pid $(cat "$pf"))"
 		else
 			log "kubernetes: $name already answering (not started by us)"
+			rm -f "$pf" # a stale PID file must not make `down` take it for ours
 		fi
 		return 0
 	fi
@@ -451,7 +460,7 @@ step() {
 up() {
 	local t0 pause d
 	t0=$(date +%s)
-	need_pkgs runc containernetworking-plugins iptables iproute2 openssl curl
+	need_pkgs runc containernetworking-plugins iptables iproute2 openssl curl busybox-static
 	build
 	hack/env/containerd.sh build
 	mkdir -p "$RUN" "$STATE" "$RUNSTATE"
@@ -614,17 +623,37 @@ remove_cgroups() {
 }
 
 down() {
-	local d
+	local d pf had_containerd=false
 	if ! started_any; then
 		log "kubernetes: not started by us, left alone"
 		return 0
 	fi
+	[ -f "$(pidfile containerd)" ] && had_containerd=true
+	# A PID file whose process is not our binary any more (it crashed, or
+	# the machine rebooted and the PID is another process's) is forgotten:
+	# that PID is never signalled.
+	for d in "${DAEMONS[@]}"; do
+		pf=$(pidfile "$d")
+		if [ -f "$pf" ] && ! ours "$d"; then
+			log "kubernetes: $d: pid $(cat "$pf") is not ours any more: forgotten"
+			rm -f "$pf"
+		fi
+	done
 	delete_pods
 	for d in kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
 		stop_daemon "$(pidfile "$d")" "kubernetes $d"
 	done
 	remove_cri_containers
 	stop_daemon "$(pidfile containerd)" "kubernetes containerd"
+	# The host state below (runc leftovers, shims, mounts, cgroups, CNI,
+	# state dirs) is the CRI containerd's: it is cleaned only when this
+	# checkout started that containerd, and none answers now (another
+	# checkout's cluster is left whole).
+	if ! $had_containerd || answers_containerd; then
+		log "kubernetes: the CRI containerd was not ours or still answers: its host state is left alone"
+		log "kubernetes: down"
+		return 0
+	fi
 	remove_runc_leftovers
 	kill_shims
 	unmount_ours

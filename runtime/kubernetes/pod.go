@@ -266,11 +266,16 @@ func (r *Runtime) buildPod(spec runtime.RunSpec, created bool) (*corev1.Pod, err
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: spec.Name, Namespace: r.namespace, Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
-			AutomountServiceAccountToken: new(false),
-			EnableServiceLinks:           new(false),
-			Containers:                   []corev1.Container{c},
-			Volumes:                      volumes,
+			RestartPolicy: corev1.RestartPolicyNever,
+			// Kill and Remove are force deletes (grace 0): the pod object
+			// goes at once, and the kubelet then stops the containers with
+			// the spec's grace, which 0 makes its minimum (about 2 s)
+			// rather than the default 30 s. Stop's grace overrides it.
+			TerminationGracePeriodSeconds: new(int64(0)),
+			AutomountServiceAccountToken:  new(false),
+			EnableServiceLinks:            new(false),
+			Containers:                    []corev1.Container{c},
+			Volumes:                       volumes,
 		},
 	}
 	if created {

@@ -85,7 +85,7 @@ func TestProvisionEveryEngineAsPods(t *testing.T) {
 		require.NoError(t, err)
 	})
 	for _, c := range sb.Containers {
-		assert.Contains(t, h.cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.status.podIP}"), env[fmt.Sprintf("ROBOCO_TEST_%s", hostVar(c.Engine))], "%s is reached at its pod IP", c.Name)
+		assert.Equal(t, h.cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.status.podIP}"), env[fmt.Sprintf("ROBOCO_TEST_%s", hostVar(c.Engine))], "%s is reached at its pod IP", c.Name)
 	}
 
 	removed, err := p.Teardown(ctx, owner)

@@ -35,7 +35,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Contai
 	}
 	c, err := r.waitStarted(ctx, pod)
 	if err != nil {
-		_ = adapterkit.Discard(ctx, r.log, Name, runtime.OpRun, pod.Name, r.Remove)
+		_ = adapterkit.Discard(ctx, r.log, Name, runtime.OpRun, pod.Name, r.discard(pod))
 		return runtime.Container{}, r.wrap(runtime.OpRun, spec.Name, err)
 	}
 	return c, nil
@@ -79,7 +79,7 @@ func (r *Runtime) make(ctx context.Context, op string, spec runtime.RunSpec, cre
 	}
 	if len(spec.Env) > 0 {
 		if err := r.putSecret(ctx, r.buildSecret(pod, spec.Env)); err != nil {
-			_ = adapterkit.Discard(ctx, r.log, Name, op, pod.Name, r.Remove)
+			_ = adapterkit.Discard(ctx, r.log, Name, op, pod.Name, r.discard(pod))
 			return nil, r.wrap(op, spec.Name, fmt.Errorf("env secret: %w", err))
 		}
 	}
@@ -102,9 +102,25 @@ func (r *Runtime) putSecret(ctx context.Context, s *corev1.Secret) error {
 	if old.Labels[managedLabel] != "true" {
 		return fmt.Errorf("secret %s exists and is not the kubernetes adapter's", s.Name)
 	}
-	s.ResourceVersion = old.ResourceVersion
-	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	// Delete the stale one (exactly that version of it) and create ours,
+	// rather than update it in place: an update would keep the stale
+	// Secret's UID, which the garbage collector's pending delete of it
+	// (preconditioned on that UID) would then take, our env with it.
+	err = secrets.Delete(ctx, old.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
 	return err
+}
+
+// discard is Run's clean-up of the pod it made: that very pod (its UID a
+// precondition), never a newer one that took the name meanwhile.
+func (r *Runtime) discard(pod *corev1.Pod) func(context.Context, string) error {
+	return func(ctx context.Context, _ string) error {
+		_, err := r.deletePod(ctx, pod, 0)
+		return err
+	}
 }
 
 // waitStarted polls pod until its container runs or has ended, and

@@ -17,6 +17,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/kubernetes"
 )
 
@@ -148,7 +149,7 @@ func TestAdoptedSandboxesGoWithTheirAgentPod(t *testing.T) {
 	other, err := p.Provision(ctx, lonely, []string{"redis"})
 	require.NoError(t, err)
 	_, err = p.Adopt(ctx, id)
-	require.Error(t, err, "no agent pod to adopt by")
+	require.ErrorIs(t, err, runtime.ErrNotFound, "no agent pod to adopt by")
 
 	cl.apply(t, ctx, podYAML(w, cl.node, agent, w.Images["redis"], "", "sleep", "3600"))
 	adopted, err := p.Adopt(ctx, id)

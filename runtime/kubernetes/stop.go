@@ -111,7 +111,8 @@ func (r *Runtime) waitGone(ctx context.Context, name string, uid types.UID, time
 
 // deleteSecret removes pod's env Secret if it is the adapter's and, when
 // owner is set, owned by that pod (a Secret a newer pod of the same name
-// owns is that pod's). Absent is no error.
+// owns is that pod's); when owner is empty, only if no pod owns it. Absent
+// is no error.
 func (r *Runtime) deleteSecret(ctx context.Context, pod string, owner types.UID) error {
 	secrets := r.cs.CoreV1().Secrets(r.namespace)
 	s, err := secrets.Get(ctx, secretName(pod), metav1.GetOptions{})
@@ -125,6 +126,11 @@ func (r *Runtime) deleteSecret(ctx context.Context, pod string, owner types.UID)
 		return nil
 	}
 	if owner != "" && (len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != owner) {
+		return nil
+	}
+	if owner == "" && len(s.OwnerReferences) > 0 {
+		// No pod to match it with: an owned Secret is a live pod's (one
+		// made meanwhile) or the garbage collector's to remove.
 		return nil
 	}
 	err = secrets.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
