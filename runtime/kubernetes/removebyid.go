@@ -19,16 +19,22 @@ var _ runtime.IDRemover = (*Runtime)(nil)
 // lists saw them, so that RemoveByID can delete by UID without a list of
 // its own: a pod's name and UID never change, and a UID is never reused.
 // A Snapshot (every pod of the namespace) replaces what it holds, which
-// keeps it as large as the namespace.
+// keeps it as large as the namespace, and so does a List past
+// maxRememberedUIDs.
 type uidNames struct {
 	mu sync.Mutex
 	m  map[string]string
 }
 
+// maxRememberedUIDs bounds uidNames between Snapshots: a provisioner that
+// lists but never sweeps starts afresh past it (a forgotten pod costs
+// RemoveByID one list, nothing more).
+const maxRememberedUIDs = 4096
+
 func (u *uidNames) learn(pods []corev1.Pod, all bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if all || u.m == nil {
+	if all || u.m == nil || len(u.m) > maxRememberedUIDs {
 		u.m = make(map[string]string, len(pods))
 	}
 	for i := range pods {
