@@ -36,60 +36,31 @@ janitor is what removes a gone owner's sandboxes there; that is an error
 ` + lookRuleHelp,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
-			if owner == "" {
-				return usagef("--owner is required")
-			}
-			if err := checkTimeout(timeout); err != nil {
-				return err
-			}
-			opts := a.provisionOptions()
-			opts.OwnerTemplate = template
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if err := opts.ValidateOwnerID(owner); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			l, err := a.lookAt(ctx)
+			run, err := a.forOwner(cmd, owner, template, timeout, func(ctx context.Context, p *provision.Provisioner) ([]runtime.Container, error) {
+				return p.Adopt(ctx, owner)
+			})
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			adopted := make([][]runtime.Container, len(l.targets))
-			unsupported := make([]error, len(l.targets))
-			errs := onEach(ctx, l.targets, timeout, func(ctx context.Context, i int, t target) error {
-				p, err := provision.New(t.RT, opts)
-				if err != nil {
-					return err
-				}
-				adopted[i], err = p.Adopt(ctx, owner)
-				if errors.Is(err, runtime.ErrUnsupported) {
-					unsupported[i] = err
-					return nil
-				}
-				return err
-			})
-			n, cannot := 0, 0
-			for i, cs := range adopted {
-				if unsupported[i] != nil {
-					cannot++
-					a.log.Info("adopt: the janitor covers this runtime's sandboxes", "runtime", l.targets[i].label)
-					continue
-				}
-				for _, c := range cs {
-					n++
-					if !a.quiet {
-						fmt.Fprintf(a.io.Out, "adopted %s\n", c.Name)
-					}
+			// A runtime that cannot adopt is no failure while another one
+			// looked at can: the janitor covers its sandboxes.
+			var unsupported, failed []error
+			for i, err := range run.errs {
+				switch {
+				case errors.Is(err, runtime.ErrUnsupported):
+					unsupported = append(unsupported, err)
+					a.log.Info("adopt: the janitor covers this runtime's sandboxes", "runtime", run.targets[i].label)
+				case err != nil:
+					failed = append(failed, err)
 				}
 			}
-			a.log.Info("adopt", "owner", opts.OwnerName(owner), "adopted", n, "runtimes", len(l.targets))
-			if err := joinErrors(append(errs, l.missing)...); err != nil {
-				return fmt.Errorf("adopt %s: %w", opts.OwnerName(owner), err)
+			n := a.printNames("adopted", run.got)
+			a.log.Info("adopt", "owner", run.opts.OwnerName(owner), "adopted", n, "runtimes", len(run.targets))
+			if err := joinErrors(append(failed, run.missing)...); err != nil {
+				return fmt.Errorf("adopt %s: %w", run.opts.OwnerName(owner), err)
 			}
-			if cannot == len(l.targets) && cannot > 0 {
-				return fmt.Errorf("adopt %s: %w", opts.OwnerName(owner), errors.Join(unsupported...))
+			if len(unsupported) > 0 && len(unsupported) == len(run.targets) {
+				return fmt.Errorf("adopt %s: %w", run.opts.OwnerName(owner), errors.Join(unsupported...))
 			}
 			return nil
 		}),

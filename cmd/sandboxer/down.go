@@ -25,54 +25,16 @@ print the names removed. Tearing down an owner with nothing is not an error.
 ` + lookRuleHelp,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
-			if owner == "" {
-				return usagef("--owner is required")
-			}
-			if err := checkTimeout(timeout); err != nil {
-				return err
-			}
-			opts := a.provisionOptions()
-			opts.OwnerTemplate = template
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if err := opts.ValidateOwnerID(owner); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			l, err := a.lookAt(ctx)
+			run, err := a.forOwner(cmd, owner, template, timeout, func(ctx context.Context, p *provision.Provisioner) ([]runtime.Container, error) {
+				return p.Teardown(ctx, owner)
+			})
 			if err != nil {
 				return err
 			}
-			defer l.Close()
-			removed := make([][]runtime.Container, len(l.targets))
-			errs := onEach(ctx, l.targets, timeout, func(ctx context.Context, i int, t target) error {
-				p, err := provision.New(t.RT, opts)
-				if err != nil {
-					return err
-				}
-				removed[i], err = p.Teardown(ctx, owner)
-				return err
-			})
-			// The same container may be reached through two endpoints
-			// (Podman's Docker-compatible socket): print it once.
-			seen := map[string]bool{}
-			n := 0
-			for _, cs := range removed {
-				for _, c := range cs {
-					if seen[c.ID] {
-						continue
-					}
-					seen[c.ID] = true
-					n++
-					if !a.quiet {
-						fmt.Fprintf(a.io.Out, "removed %s\n", c.Name)
-					}
-				}
-			}
-			a.log.Info("teardown", "owner", opts.OwnerName(owner), "removed", n, "runtimes", len(l.targets))
-			if err := joinErrors(append(errs, l.missing)...); err != nil {
-				return fmt.Errorf("down %s: %w", opts.OwnerName(owner), err)
+			n := a.printNames("removed", run.got)
+			a.log.Info("teardown", "owner", run.opts.OwnerName(owner), "removed", n, "runtimes", len(run.targets))
+			if err := joinErrors(append(run.errs, run.missing)...); err != nil {
+				return fmt.Errorf("down %s: %w", run.opts.OwnerName(owner), err)
 			}
 			return nil
 		}),
