@@ -214,22 +214,14 @@ up() {
 # LEFTOVER_IDS for the network clean-up.
 LEFTOVER_IDS=""
 remove_leftover_containers() {
-	local id swept
+	local swept
 	answers || return 0
 	LEFTOVER_IDS=$(ctr_ containers ls -q 2>/dev/null | tr '\n' ' ' || true)
 	[ -n "$LEFTOVER_IDS" ] || return 0
 	log "containerd: removing leftover containers: $LEFTOVER_IDS"
 	swept=$(sweep containers) || log "containerd: the sweep failed; falling back to ctr"
 	[ -z "$swept" ] || log "containerd: swept $(tr '\n' ' ' <<<"$swept")"
-	for id in $(ctr_ tasks ls -q 2>/dev/null); do
-		ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true
-	done
-	for id in $(ctr_ tasks ls -q 2>/dev/null); do
-		ctr_ tasks delete --force "$id" >/dev/null 2>&1 || log "containerd: task $id: delete failed"
-	done
-	for id in $(ctr_ containers ls -q 2>/dev/null); do
-		ctr_ containers delete "$id" >/dev/null 2>&1 || log "containerd: container $id: delete failed"
-	done
+	ctr_remove_all containerd
 }
 
 # clean_network removes what the adapter's CNI networking left on the host

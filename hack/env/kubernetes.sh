@@ -542,18 +542,9 @@ delete_pods() {
 # to LEFTOVER_IDS for the network clean-up.
 LEFTOVER_IDS=""
 remove_cri_containers() {
-	local id
 	ours containerd || return 0
 	LEFTOVER_IDS=$(ctr_ containers ls -q 2>/dev/null | tr '\n' ' ' || true)
-	for id in $(ctr_ tasks ls -q 2>/dev/null); do
-		ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true
-	done
-	for id in $(ctr_ tasks ls -q 2>/dev/null); do
-		ctr_ tasks delete --force "$id" >/dev/null 2>&1 || log "kubernetes: task $id: delete failed"
-	done
-	for id in $(ctr_ containers ls -q 2>/dev/null); do
-		ctr_ containers delete "$id" >/dev/null 2>&1 || log "kubernetes: container $id: delete failed"
-	done
+	ctr_remove_all kubernetes
 }
 
 # remove_runc_leftovers kills and deletes, with runc itself, the containers

@@ -228,3 +228,19 @@ podman_unserve() {
 	stop_daemon "$pidfile" "$name service"
 	podman_answers "$sock" || rm -f "$sock"
 }
+
+# ctr_remove_all WHO kills, then deletes, every task and then every
+# container that the sourcing script's ctr_ lists (ctr on its daemon's
+# address and namespace); WHO names the daemon in the log.
+ctr_remove_all() {
+	local who=$1 id
+	for id in $(ctr_ tasks ls -q 2>/dev/null); do
+		ctr_ tasks kill --signal SIGKILL "$id" >/dev/null 2>&1 || true
+	done
+	for id in $(ctr_ tasks ls -q 2>/dev/null); do
+		ctr_ tasks delete --force "$id" >/dev/null 2>&1 || log "$who: task $id: delete failed"
+	done
+	for id in $(ctr_ containers ls -q 2>/dev/null); do
+		ctr_ containers delete "$id" >/dev/null 2>&1 || log "$who: container $id: delete failed"
+	done
+}
