@@ -116,16 +116,7 @@ func testPublishedPortLoopbackOnly(t *testing.T, s *suite) {
 	url := fmt.Sprintf("http://%s/", net.JoinHostPort(runtime.DefaultHostIP, strconv.Itoa(hostPort)))
 	client := &http.Client{Timeout: 2 * time.Second}
 	poll(t, "the host reaches "+url, reachTimeout, func() error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		res, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
+		res, body, err := get(ctx, client, url)
 		if err != nil {
 			return err
 		}
@@ -285,16 +276,7 @@ func testPodAddressInsteadOfPorts(t *testing.T, s *suite, ctx context.Context, s
 		url := fmt.Sprintf("http://%s/", net.JoinHostPort(addr, strconv.Itoa(httpPort)))
 		client := &http.Client{Timeout: 2 * time.Second}
 		poll(t, "the host reaches "+url+" (network "+network+")", reachTimeout, func() error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if err != nil {
-				return err
-			}
-			res, err := client.Do(req)
-			if err != nil {
-				return err
-			}
-			defer res.Body.Close()
-			body, err := io.ReadAll(res.Body)
+			res, body, err := get(ctx, client, url)
 			if err != nil {
 				return err
 			}
@@ -304,4 +286,19 @@ func testPodAddressInsteadOfPorts(t *testing.T, s *suite, ctx context.Context, s
 			return nil
 		})
 	}
+}
+
+// get fetches url with client and returns the response and its whole body.
+func get(ctx context.Context, client *http.Client, url string) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	return res, body, err
 }
