@@ -327,18 +327,7 @@ func TestDestroy(t *testing.T) {
 			start := time.Now()
 			got, err := runtime.Destroy(ctx, w.fake, w.listed, timeout)
 			assert.Less(t, time.Since(start), 5*time.Second, "each step is bounded by the timeout")
-			if tt.wantErr != nil {
-				require.Error(t, err)
-				for _, s := range tt.wantErr {
-					assert.ErrorContains(t, err, s)
-				}
-				if tt.wantIs != nil {
-					assert.ErrorIs(t, err, tt.wantIs)
-				}
-			} else {
-				require.NoError(t, err)
-				assert.Equal(t, tt.want, got, "outcome %s", got)
-			}
+			assertOutcome(t, got, err, tt.want, tt.wantErr, tt.wantIs)
 			verbs, refs := w.destructive()
 			assert.Equal(t, orNone(tt.wantCalls), orNone(verbs), "kills and removes, in order")
 			for _, ref := range refs {
@@ -605,18 +594,7 @@ func TestDestroyWhereIDsAreNeverReused(t *testing.T) {
 			}
 
 			got, err := runtime.Destroy(ctx, rt, w.listed, timeout)
-			if tt.wantErr != nil {
-				require.Error(t, err)
-				for _, s := range tt.wantErr {
-					assert.ErrorContains(t, err, s)
-				}
-				if tt.wantIs != nil {
-					assert.ErrorIs(t, err, tt.wantIs)
-				}
-			} else {
-				require.NoError(t, err)
-				assert.Equal(t, tt.want, got, "outcome %s", got)
-			}
+			assertOutcome(t, got, err, tt.want, tt.wantErr, tt.wantIs)
 			mu.Lock()
 			assert.Equal(t, tt.wantCalls, calls, "inspects, kills and removes, in order")
 			assert.Empty(t, unbounded, "every runtime call has its own live deadline")
@@ -677,4 +655,23 @@ func TestIsFullID(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, runtime.IsFullID(tt.id), "%q", tt.id)
 	}
+}
+
+// assertOutcome checks what Destroy returned: with wantErr, an error that
+// contains each string and matches wantIs (when set); else no error and
+// the outcome want.
+func assertOutcome(t *testing.T, got runtime.Outcome, err error, want runtime.Outcome, wantErr []string, wantIs error) {
+	t.Helper()
+	if wantErr != nil {
+		require.Error(t, err)
+		for _, s := range wantErr {
+			assert.ErrorContains(t, err, s)
+		}
+		if wantIs != nil {
+			assert.ErrorIs(t, err, wantIs)
+		}
+		return
+	}
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "outcome %s", got)
 }
