@@ -5,6 +5,6 @@
 //
 // The lifecycle packages (provision, janitor) and the engine registry are
 // written only against this package. Adapters live in runtime/docker,
-// runtime/podman and runtime/containerd; the conformance package proves
-// that they all honour the same semantics.
+// runtime/podman, runtime/containerd and runtime/kubernetes; the
+// conformance package proves that they all honour the same semantics.
 package runtime

@@ -18,7 +18,8 @@ import (
 //     that matches ErrNotFound.
 //   - Run under a name that is already taken returns ErrAlreadyExists.
 type ContainerRuntime interface {
-	// Name is the backend's short name: "docker", "podman" or "containerd".
+	// Name is the backend's short name: "docker", "podman", "containerd"
+	// or "kubernetes".
 	Name() string
 	// Endpoint is the address the runtime talks to (a socket path or URL),
 	// for messages and diagnostics.
@@ -106,7 +107,7 @@ func (s Snapshot) Exists(ref string) bool { return ref != "" && s.Refs[ref] }
 
 // Info describes a backend that answered a ping.
 type Info struct {
-	Runtime       string // "docker", "podman", "containerd"
+	Runtime       string // "docker", "podman", "containerd", "kubernetes"
 	Endpoint      string
 	Version       string // server version
 	APIVersion    string // negotiated API version, where the backend has one
