@@ -52,7 +52,9 @@ type Provisioner struct {
 	// buildRetry).
 	buildFailed sync.Map
 	// noImageStore is set once the runtime said it has no image store
-	// (runtime.ErrUnsupported): warm start is off on it.
+	// (runtime.ErrUnsupported from ImageExists, PullImage or ImageID: a
+	// cluster, whose kubelet pulls): Run pulls, so its deadline includes
+	// the pull timeout, and warm start is off on it.
 	noImageStore atomic.Bool
 }
 
@@ -242,16 +244,32 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 // start runs spec and waits until it is ready; on failure it returns the
 // stage that failed and the probe's output.
 func (p *Provisioner) start(ctx context.Context, c *call, s *service, spec runtime.RunSpec) (stage, output string, err error) {
+	// A service whose sibling has failed (or whose caller gave up) starts
+	// nothing: the call is being rolled back.
+	if err := ctx.Err(); err != nil {
+		return "run", "", err
+	}
 	// A Run is never cut short by a sibling's failure or the caller giving
 	// up: the daemon finishes a create whose client went away, and the
 	// container would appear after the rollback looked. Run is quick, so
-	// it completes, and the rollback then removes what it made.
-	runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
+	// it completes, and the rollback then removes what it made. Where Run
+	// pulls (no image store), the pull is part of it, and so is its time.
+	runTimeout := cleanupTime
+	pulls := p.noImageStore.Load()
+	if pulls {
+		runTimeout += p.opts.PullTimeout
+	}
+	runStart := time.Now()
+	runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), runTimeout)
 	ctr, err := p.rt.Run(runCtx, spec)
 	cancelRun()
 	if err != nil {
-		if errors.Is(err, runtime.ErrAlreadyExists) {
+		switch {
+		case errors.Is(err, runtime.ErrAlreadyExists):
 			err = fmt.Errorf("%w: %w", ErrConflict, err)
+		case pulls && errors.Is(err, context.DeadlineExceeded):
+			return "pull", "", fmt.Errorf("pull timed out: %s pulls %s as it runs it, and the run gave up after %s (pull timeout %s): %w",
+				p.rt.Name(), spec.Image, time.Since(runStart).Round(time.Second), p.opts.PullTimeout, err)
 		}
 		return "run", "", err
 	}
@@ -327,8 +345,12 @@ func (p *Provisioner) event(kind EventKind, c *call, s *service, set func(*Event
 // runtime.ErrUnsupported: a cluster, whose kubelet pulls) pulls at Run,
 // which still says runtime.ErrImageNotFound for an image it cannot have.
 func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) error {
-	ok, err := p.rt.ImageExists(ctx, s.image)
+	if p.noImageStore.Load() {
+		return nil // learned once: Run pulls
+	}
+	ok, err := p.imageExists(ctx, s.image)
 	if errors.Is(err, runtime.ErrUnsupported) {
+		p.noImageStore.Store(true)
 		return nil
 	}
 	if err != nil {
@@ -344,6 +366,7 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 		p.emit(ctx, p.event(EventPullProgress, c, s, func(ev *Event) { ev.Progress = &pp }))
 	})
 	if errors.Is(err, runtime.ErrUnsupported) {
+		p.noImageStore.Store(true)
 		return nil // Run pulls
 	}
 	if err != nil {

@@ -1515,6 +1515,76 @@ func TestOwnerListRunsBesideTheImageChecks(t *testing.T) {
 
 }
 
+// TestNoRunAfterASiblingFailed: a service that reaches its Run after a
+// sibling has failed starts nothing; the call is being rolled back.
+func TestNoRunAfterASiblingFailed(t *testing.T) {
+	w := newWorld(t)
+	boom := errors.New("daemon refused the create")
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		switch {
+		case c.Verb == fakeruntime.VerbRun && c.Run.Name == "roboco-sandbox-redis-sib":
+			return boom // after the owner's list: redis waited for it
+		case c.Verb == fakeruntime.VerbImageExists && c.Object == "postgres:16-alpine":
+			<-ctx.Done() // the sibling's failure ends the call's context
+		}
+		return nil // and the image is there
+	})
+	_, err := w.provisioner(w.options()).Provision(ctxT(t), "sib", []string{"postgres", "redis"})
+	require.ErrorIs(t, err, boom)
+	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbRun), "redis's Run only: postgres started nothing once redis had failed")
+	assert.Empty(t, w.fake.Containers())
+}
+
+// TestProvisionHungRuntime: a runtime that answers the ping and then
+// hangs on the owner's list, an image check or an image ID makes the
+// provision fail within its CallTimeout, though the caller's context has
+// no deadline, having left nothing behind.
+func TestProvisionHungRuntime(t *testing.T) {
+	const callTimeout = 100 * time.Millisecond
+	tests := []struct {
+		name string
+		verb string
+		warm bool
+	}{
+		{"ListHangs", fakeruntime.VerbList, false},
+		{"ImageExistsHangs", fakeruntime.VerbImageExists, false},
+		{"ImageIDHangs", fakeruntime.VerbImageID, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			held := w.hang("", tt.verb)
+			opts := w.options()
+			opts.CallTimeout = callTimeout
+			if tt.warm {
+				opts.Warm = provision.WarmAuto
+			}
+			p := w.provisioner(opts)
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.Provision(context.Background(), "hung", []string{"postgres"})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if tt.warm {
+					// A template that cannot be had: the sandbox starts cold.
+					require.NoError(t, err)
+					assert.Len(t, w.events(provision.EventWarmFallback), 1)
+				} else {
+					require.ErrorIs(t, err, context.DeadlineExceeded)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Provision still waits on the hung %s", tt.verb)
+			}
+			assert.GreaterOrEqual(t, held.Load(), int32(1))
+			if !tt.warm {
+				assert.Empty(t, w.fake.Containers())
+			}
+		})
+	}
+}
+
 // TestBudgetFollowsTheMemoryLimit: each sandbox's run spec carries its
 // engine's budget for the memory limit it runs with (engines.Limits): the
 // tmpfs sizes the engine gives for that limit, the default's and a larger

@@ -176,16 +176,30 @@ func (p *Provisioner) LookupTemplate(ctx context.Context, name string) (Template
 		return Template{}, err
 	}
 	t := Template{Engine: s.spec.Name, Base: s.image}
-	ok, err := p.rt.ImageExists(ctx, s.image)
+	ok, err := p.imageExists(ctx, s.image)
 	if err != nil || !ok {
 		return t, err
 	}
-	if t.BaseID, err = p.rt.ImageID(ctx, s.image); err != nil {
+	if t.BaseID, err = p.imageID(ctx, s.image); err != nil {
 		return t, err
 	}
 	t.Ref = p.templateRef(s, w, t.BaseID)
-	t.Present, err = p.rt.ImageExists(ctx, t.Ref)
+	t.Present, err = p.imageExists(ctx, t.Ref)
 	return t, err
+}
+
+// imageExists is ImageExists within Options.CallTimeout.
+func (p *Provisioner) imageExists(ctx context.Context, ref string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	return p.rt.ImageExists(ctx, ref)
+}
+
+// imageID is ImageID within Options.CallTimeout.
+func (p *Provisioner) imageID(ctx context.Context, ref string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	return p.rt.ImageID(ctx, ref)
 }
 
 // RemoveTemplate removes the template of service name's image, if there
@@ -195,7 +209,9 @@ func (p *Provisioner) RemoveTemplate(ctx context.Context, name string) (Template
 	if err != nil || !t.Present {
 		return t, err
 	}
-	if err := p.rt.RemoveImage(ctx, t.Ref); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	if err := p.rt.RemoveImage(rctx, t.Ref); err != nil {
 		return t, err
 	}
 	t.Present = false
@@ -207,12 +223,12 @@ func (p *Provisioner) RemoveTemplate(ctx context.Context, name string) (Template
 // across processes: a file lock), and returns its ref.
 func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engines.Warmer) (Template, error) {
 	start := time.Now()
-	baseID, err := p.rt.ImageID(ctx, s.image)
+	baseID, err := p.imageID(ctx, s.image)
 	if err != nil {
 		return Template{}, err
 	}
 	t := Template{Engine: s.spec.Name, Base: s.image, BaseID: baseID, Ref: p.templateRef(s, w, baseID)}
-	ok, err := p.rt.ImageExists(ctx, t.Ref)
+	ok, err := p.imageExists(ctx, t.Ref)
 	if err != nil {
 		return Template{}, err
 	}
@@ -258,7 +274,7 @@ func (p *Provisioner) buildLocked(ctx context.Context, c *call, s *service, w en
 		return false, err
 	}
 	defer unlock()
-	ok, err := p.rt.ImageExists(ctx, t.Ref)
+	ok, err := p.imageExists(ctx, t.Ref)
 	if err != nil || ok {
 		return false, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -229,9 +230,51 @@ func TestNoImageStorePullsAtRunAndStartsCold(t *testing.T) {
 	for _, ev := range w.events(provision.EventReady) {
 		assert.Empty(t, ev.Template, "%s started cold", ev.Container)
 	}
-	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbImageID), "the image store is asked once, then warm start is off")
+	assert.LessOrEqual(t, w.fake.Calls(fakeruntime.VerbImageExists), 2, "learned by the first provision's image checks; the second asks nothing")
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbImageID), "warm start is off from then on")
 	assert.Zero(t, w.fake.Calls(fakeruntime.VerbLoadImage))
 }
+
+// TestNoImageStoreRunIncludesThePull: where Run pulls, its deadline
+// includes the pull timeout (not only the time a start takes), and a Run
+// that runs out of time says it was the pull.
+func TestNoImageStoreRunIncludesThePull(t *testing.T) {
+	const pullTimeout = 20 * time.Minute
+	t.Run("deadline", func(t *testing.T) {
+		w := newWorld(t)
+		w.noImageStore()
+		var left record[time.Duration]
+		w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+			if c.Verb == fakeruntime.VerbRun {
+				d, ok := ctx.Deadline()
+				require.True(t, ok, "Run has a deadline")
+				left.add(time.Until(d))
+			}
+			return nil
+		})
+		o := w.options()
+		o.PullTimeout = pullTimeout
+		_, err := w.provisioner(o).Provision(ctxT(t), "kp", []string{"redis"})
+		require.NoError(t, err)
+		require.Len(t, left.get(), 1)
+		assert.Greater(t, left.get()[0], pullTimeout, "Run's deadline holds the pull timeout")
+	})
+	t.Run("error", func(t *testing.T) {
+		w := newWorld(t)
+		w.noImageStore()
+		w.fake.Fail(fakeruntime.VerbRun, "", fmt.Errorf("not running within 5m0s (last: ContainerCreating): %w", context.DeadlineExceeded))
+		o := w.options()
+		o.PullTimeout = pullTimeout
+		_, err := w.provisioner(o).Provision(ctxT(t), "kq", []string{"redis"})
+		var pe *provision.Error
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "pull", pe.Stage)
+		assert.ErrorContains(t, err, "pull timed out")
+		assert.ErrorContains(t, err, "pull timeout 20m0s")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+}
+
 
 func TestNoImageStoreRunOfAMissingImageIsImageNotFound(t *testing.T) {
 	w := newWorld(t)
