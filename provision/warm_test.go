@@ -278,7 +278,6 @@ func TestNoImageStoreRunIncludesThePull(t *testing.T) {
 	})
 }
 
-
 func TestNoImageStoreRunOfAMissingImageIsImageNotFound(t *testing.T) {
 	w := newWorld(t)
 	w.noImageStore()
