@@ -210,13 +210,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		verdicts, lerr := j.alive(actx, owners, snap)
 		cancel()
 		for _, o := range owners {
-			alive, ok := verdicts[o]
+			alive, cause := lifetime.Verdict(verdicts, lerr, o)
 			switch {
-			case !ok:
-				cause := lerr
-				if cause == nil {
-					cause = errors.New("liveness gave no verdict")
-				}
+			case cause != nil:
 				for _, sb := range byOwner[o] {
 					rep.Errors = append(rep.Errors, Failure{sb, fmt.Errorf("janitor: %s: kept: %w: %s: %w", sb.Name, ErrUndecided, o, cause)})
 				}

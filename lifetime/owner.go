@@ -60,3 +60,18 @@ func Judge(ctx context.Context, owners []Owner, snap runtime.Snapshot) (map[Owne
 	}
 	return out, err
 }
+
+// Verdict reads the verdict on o from what a Liveness (or Judge) returned:
+// whether o is alive, or, when there is no verdict on o, an error: err,
+// the call's own, or "no verdict".
+func Verdict(verdicts map[Owner]bool, err error, o Owner) (bool, error) {
+	alive, ok := verdicts[o]
+	switch {
+	case ok:
+		return alive, nil
+	case err != nil:
+		return false, err
+	default:
+		return false, errors.New("liveness gave no verdict")
+	}
+}

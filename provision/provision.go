@@ -428,13 +428,9 @@ func (p *Provisioner) listExisting(ctx context.Context, c *call, svcs []*service
 	}
 	verdicts, jerr := lifetime.Judge(sctx, judged, snap)
 	for name, o := range owners {
-		alive, ok := verdicts[o]
+		alive, cause := lifetime.Verdict(verdicts, jerr, o)
 		switch {
-		case !ok:
-			cause := jerr
-			if cause == nil {
-				cause = errors.New("no verdict")
-			}
+		case cause != nil:
 			c.blocked[name] = fmt.Errorf("%w: %s exists and nothing tells whether its owner %s is alive, so it is left alone: %w", ErrConflict, name, o, cause)
 		case alive:
 			c.blocked[name] = fmt.Errorf("%w: %s exists and its owner %s is alive: a live owner's sandboxes are never replaced (tear them down first)", ErrConflict, name, o)
