@@ -174,6 +174,12 @@ func (w *world) hang(ref string, on *atomic.Bool, verbs ...string) *atomic.Int32
 	return &held
 }
 
+// with returns m with k set to v.
+func with(m map[string]string, k, v string) map[string]string {
+	m[k] = v
+	return m
+}
+
 // deadChild returns the identity of a process that has exited and been
 // reaped.
 func deadChild(t *testing.T) lifetime.Process {
@@ -348,6 +354,25 @@ func TestSweep(t *testing.T) {
 			},
 			wantRemoved: []string{"roboco-sandbox-pg-run"},
 			wantLeft:    []string{"roboco-agent-run"},
+		},
+		{
+			// A warm template build: no owner container, the building
+			// process its owner.
+			name:      "ProcessOnlyOwnerAliveKept",
+			needsProc: true,
+			seed: func(t *testing.T, w *world) {
+				w.sandbox("roboco-warm-pg-1", "", old, with(self.Labels(prefix), keys.Owner, "-"))
+			},
+			wantKept: []string{"roboco-warm-pg-1"},
+			wantLeft: []string{"roboco-warm-pg-1"},
+		},
+		{
+			name:      "ProcessOnlyOwnerDeadRemoved",
+			needsProc: true,
+			seed: func(t *testing.T, w *world) {
+				w.sandbox("roboco-warm-pg-1", "", old, with(deadChild(t).Labels(prefix), keys.Owner, "-"))
+			},
+			wantRemoved: []string{"roboco-warm-pg-1"},
 		},
 		{
 			name:      "ProcessOwnerDeadInGraceSkipped",
