@@ -420,6 +420,9 @@ func (p *Provisioner) listExisting(ctx context.Context, c *call, svcs []*service
 		owners[name] = o
 		judged = append(judged, o)
 	}
+	if len(judged) == 0 {
+		return nil
+	}
 	sctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	snap, err := p.rt.Snapshot(sctx, p.keys.OwnedBy(c.owner))

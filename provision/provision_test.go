@@ -786,6 +786,23 @@ func TestPreClear(t *testing.T) {
 	}
 }
 
+// TestPreClearOwnerSnapshotFails: when the runtime cannot say whether the
+// owner exists, the leftover is not removed on a guess: the provision
+// fails and touches nothing.
+func TestPreClearOwnerSnapshotFails(t *testing.T) {
+	w := newWorld(t)
+	old := w.fake.Seed(runtime.Container{Name: "roboco-sandbox-pg-6", Created: time.Now().Add(-time.Hour),
+		Labels: map[string]string{keys.Sandbox: "1", keys.Owner: "roboco-agent-6", keys.Engine: "postgres"}})
+	w.fake.Fail(fakeruntime.VerbSnapshot, "", runtime.ErrUnavailable)
+	_, err := w.provisioner(w.options()).Provision(ctxT(t), "6", []string{"postgres"})
+	require.ErrorIs(t, err, runtime.ErrUnavailable)
+	assert.ErrorContains(t, err, "look for the owner")
+	_, err = w.fake.Inspect(ctxT(t), old.ID)
+	assert.NoError(t, err, "the leftover is still there")
+	assert.Len(t, w.fake.Containers(), 1)
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbRun))
+}
+
 func TestTeardown(t *testing.T) {
 	w := newWorld(t)
 	w.fake.AddImage("redis:8-alpine", "/data", "/extra") // a VOLUME no tmpfs covers
