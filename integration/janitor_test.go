@@ -22,6 +22,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/docker"
@@ -162,7 +163,7 @@ func TestJanitorLiveProcessOwnerKeepsItsSandboxes(t *testing.T) {
 		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		labels, err := janitor.ProcessOwnerLabels(e.Prefix)
+		labels, err := lifetime.ProcessOwnerLabels(e.Prefix)
 		require.NoError(t, err)
 		const grace = time.Second
 		services := []string{"redis"}

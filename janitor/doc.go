@@ -10,14 +10,16 @@
 // its anonymous volumes) every sandbox whose owner is gone, after checking
 // that the container is still the one the snapshot listed.
 //
-// The lifetime rule: a sandbox lives exactly as long as its owner. An
-// owner container is alive while it exists, in any state (created,
-// running, paused, exited), and gone once removed; it is looked up as the
-// runtime's own tools name it (the container name on Docker and Podman; on
-// containerd, in any namespace, the container ID or nerdctl's
+// The lifetime rule (package lifetime, which the provisioner's pre-clear
+// applies too): a sandbox lives exactly as long as its owner. An owner
+// container is alive while it exists, in any state (created, running,
+// paused, exited), and gone once removed; it is looked up as the
+// runtime's own tools name it (the container name on Docker and Podman;
+// on containerd, in any namespace, the container ID or nerdctl's
 // "nerdctl/name" label). An owner process is alive while it runs (see
-// ProcessLiveness). Nothing is removed on a guess: a sandbox without an
-// owner label, or with a malformed one, is kept and reported as an error.
+// lifetime.ProcessLiveness). Nothing is removed on a guess: a sandbox
+// without an owner label, or with a malformed one, is kept and reported
+// as an error.
 //
 // A failure on one container never stops the sweep, and every runtime
 // call has a deadline (Options.CallTimeout), so a hung container never
@@ -29,6 +31,6 @@
 // The janitor reads the labels the provisioner writes (package labels owns
 // the schema): the sandbox marker, the owner container's name, the engine,
 // and, for sandboxes owned by a process rather than a container, the
-// process-owner keys that ProcessOwnerLabels fills (boot id, pid
+// process-owner keys that lifetime.ProcessOwnerLabels fills (boot id, pid
 // namespace, pid and start time of that process).
 package janitor

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -25,18 +26,11 @@ const DefaultGrace = 180 * time.Second
 // DefaultConcurrency is how many orphans a sweep removes at once.
 const DefaultConcurrency = 8
 
-// Errors a sweep reports (in Report.Errors, matched with errors.Is) for a
-// sandbox it keeps because nothing proves its owner gone.
-var (
-	// ErrNoOwner: the sandbox carries no owner label. Sandboxer always
-	// writes one, so such a container is not one of ours to judge.
-	ErrNoOwner = errors.New("no owner label")
-	// ErrMalformedOwner: the owner labels cannot be read (a process owner
-	// with a missing or unparsable field).
-	ErrMalformedOwner = errors.New("malformed owner label")
-	// ErrUndecided: nothing could tell whether the owner is alive.
-	ErrUndecided = errors.New("owner undecided")
-)
+// ErrUndecided is what a sweep reports (in Report.Errors, matched with
+// errors.Is) for a sandbox it keeps because nothing could tell whether its
+// owner is alive. A sandbox whose owner cannot be read from its labels is
+// reported with lifetime.ErrNoOwner or lifetime.ErrMalformedOwner.
+var ErrUndecided = errors.New("owner undecided")
 
 // ErrInvalid is the kind of every error of Options.Validate (errors.Is). A
 // Janitor built from invalid options never sweeps: Sweep and Run return
@@ -60,12 +54,12 @@ type Options struct {
 	// (it may have been truncated), so a sandbox created within the last
 	// second is still skipped.
 	NoGrace bool
-	// Liveness, when set, judges every owner instead of the default: an
-	// owner with a Process is judged by ProcessLiveness, any other by the
-	// sweep's own snapshot of the runtime (the owner is alive while a
-	// container the runtime's tools know by Owner.Name exists, in any
-	// state).
-	Liveness Liveness
+	// Liveness, when set, judges every owner instead of the default
+	// (lifetime.Judge, from the sweep's own snapshot: an owner with a
+	// Process is judged by lifetime.ProcessLiveness, any other is alive
+	// while a container the runtime's tools know by Owner.Name exists, in
+	// any state).
+	Liveness lifetime.Liveness
 	// Now is the clock ages are measured with (default time.Now).
 	Now func() time.Time
 	// Logger receives a one-line summary of each sweep in Run (default
@@ -140,7 +134,6 @@ type Janitor struct {
 	rt   runtime.ContainerRuntime
 	opts Options
 	keys labels.Keys
-	proc Liveness
 	// invalid is opts.Validate()'s error: such a janitor never sweeps.
 	invalid error
 }
@@ -152,7 +145,7 @@ type Janitor struct {
 func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 	invalid := opts.Validate()
 	opts = opts.withDefaults()
-	return &Janitor{rt: rt, opts: opts, keys: labels.For(opts.Prefix), proc: ProcessLiveness(), invalid: invalid}
+	return &Janitor{rt: rt, opts: opts, keys: labels.For(opts.Prefix), invalid: invalid}
 }
 
 // Sweep makes one pass: one runtime.Snapshot (every "<prefix>.sandbox=1"
@@ -185,7 +178,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	now := j.opts.Now()
 
 	var orphans []Sandbox
-	byOwner := make(map[Owner][]Sandbox)
+	byOwner := make(map[lifetime.Owner][]Sandbox)
 	adoptable := make(map[string][]Sandbox)
 	listed := make(map[string]runtime.Container, len(snap.Matched))
 	for _, c := range snap.Matched {
@@ -208,22 +201,18 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	}
 
 	if len(byOwner) > 0 {
-		owners := make([]Owner, 0, len(byOwner))
+		owners := make([]lifetime.Owner, 0, len(byOwner))
 		for o := range byOwner {
 			owners = append(owners, o)
 		}
-		slices.SortFunc(owners, func(a, b Owner) int { return cmp.Compare(a.String(), b.String()) })
+		slices.SortFunc(owners, func(a, b lifetime.Owner) int { return cmp.Compare(a.String(), b.String()) })
 		actx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
 		verdicts, lerr := j.alive(actx, owners, snap)
 		cancel()
 		for _, o := range owners {
-			alive, ok := verdicts[o]
+			alive, cause := lifetime.Verdict(verdicts, lerr, o)
 			switch {
-			case !ok:
-				cause := lerr
-				if cause == nil {
-					cause = errors.New("liveness gave no verdict")
-				}
+			case cause != nil:
 				for _, sb := range byOwner[o] {
 					rep.Errors = append(rep.Errors, Failure{sb, fmt.Errorf("janitor: %s: kept: %w: %s: %w", sb.Name, ErrUndecided, o, cause)})
 				}
@@ -294,33 +283,17 @@ func (j *Janitor) reconcile(ctx context.Context) {
 	}
 }
 
-// alive judges owners: with Options.Liveness when set, else process owners
-// by ProcessLiveness and container owners by the snapshot.
-func (j *Janitor) alive(ctx context.Context, owners []Owner, snap runtime.Snapshot) (map[Owner]bool, error) {
+// alive judges owners: with Options.Liveness when set, else by the one
+// rule of lifetime.Judge from the sweep's snapshot.
+func (j *Janitor) alive(ctx context.Context, owners []lifetime.Owner, snap runtime.Snapshot) (map[lifetime.Owner]bool, error) {
 	if j.opts.Liveness != nil {
 		return j.opts.Liveness.Alive(ctx, owners)
 	}
-	out := make(map[Owner]bool, len(owners))
-	var procs []Owner
-	for _, o := range owners {
-		if o.Process.IsZero() {
-			out[o] = snap.Exists(o.Name)
-		} else {
-			procs = append(procs, o)
-		}
-	}
-	if len(procs) == 0 {
-		return out, nil
-	}
-	verdicts, err := j.proc.Alive(ctx, procs)
-	for o, v := range verdicts {
-		out[o] = v
-	}
-	return out, err
+	return lifetime.Judge(ctx, owners, snap)
 }
 
-// sandbox reads a listed container's labels. The error (ErrNoOwner,
-// ErrMalformedOwner) says why the owner cannot be judged.
+// sandbox reads a listed container's labels. The error (lifetime.ErrNoOwner,
+// lifetime.ErrMalformedOwner) says why the owner cannot be judged.
 func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 	sb := Sandbox{
 		ID:      c.ID,
@@ -334,15 +307,9 @@ func (j *Janitor) sandbox(c runtime.Container, now time.Time) (Sandbox, error) {
 	if sb.Name == "" {
 		sb.Name = c.ID
 	}
-	proc, hasProc, err := processFromLabels(j.keys, c.Labels)
-	if err != nil {
-		return sb, fmt.Errorf("%w: %w", ErrMalformedOwner, err)
-	}
-	sb.Owner = Owner{Name: c.Labels[j.keys.Owner], Process: proc}
-	if sb.Owner.Name == "" && !hasProc {
-		return sb, fmt.Errorf("%w %q", ErrNoOwner, j.keys.Owner)
-	}
-	return sb, nil
+	var err error
+	sb.Owner, err = lifetime.FromLabels(j.keys, c.Labels)
+	return sb, err
 }
 
 // latestCreation is the latest instant a reported creation time may stand

@@ -21,6 +21,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -173,24 +174,30 @@ func (w *world) hang(ref string, on *atomic.Bool, verbs ...string) *atomic.Int32
 	return &held
 }
 
+// with returns m with k set to v.
+func with(m map[string]string, k, v string) map[string]string {
+	m[k] = v
+	return m
+}
+
 // deadChild returns the identity of a process that has exited and been
 // reaped.
-func deadChild(t *testing.T) janitor.Process {
+func deadChild(t *testing.T) lifetime.Process {
 	t.Helper()
-	self, err := janitor.CurrentProcess()
+	self, err := lifetime.CurrentProcess()
 	require.NoError(t, err, "the process owner is read from /proc")
 	cmd := exec.Command("true")
 	require.NoError(t, cmd.Start())
 	pid := cmd.Process.Pid
 	require.NoError(t, cmd.Wait())
 	// Its start time is unknowable now; any value is "not that process".
-	return janitor.Process{BootID: self.BootID, PIDNS: self.PIDNS, PID: pid, Start: 1}
+	return lifetime.Process{BootID: self.BootID, PIDNS: self.PIDNS, PID: pid, Start: 1}
 }
 
 func TestSweep(t *testing.T) {
 	grace := janitor.DefaultGrace
 	old := grace + time.Second
-	self, selfErr := janitor.CurrentProcess()
+	self, selfErr := lifetime.CurrentProcess()
 
 	tests := []struct {
 		name        string
@@ -296,7 +303,7 @@ func TestSweep(t *testing.T) {
 			},
 			wantSkipped:  []string{"roboco-sandbox-pg-2"},
 			wantReported: []string{"roboco-sandbox-pg-1"},
-			wantReason:   janitor.ErrNoOwner,
+			wantReason:   lifetime.ErrNoOwner,
 			wantLeft:     []string{"roboco-sandbox-pg-1", "roboco-sandbox-pg-2"},
 		},
 		{
@@ -306,7 +313,7 @@ func TestSweep(t *testing.T) {
 				w.sandbox("roboco-sandbox-pg-1", "", old, nil)
 			},
 			wantReported: []string{"roboco-sandbox-pg-1"},
-			wantReason:   janitor.ErrNoOwner,
+			wantReason:   lifetime.ErrNoOwner,
 			wantLeft:     []string{"", "roboco-sandbox-pg-1"},
 		},
 		{
@@ -349,6 +356,25 @@ func TestSweep(t *testing.T) {
 			wantLeft:    []string{"roboco-agent-run"},
 		},
 		{
+			// A warm template build: no owner container, the building
+			// process its owner.
+			name:      "ProcessOnlyOwnerAliveKept",
+			needsProc: true,
+			seed: func(t *testing.T, w *world) {
+				w.sandbox("roboco-warm-pg-1", "", old, with(self.Labels(prefix), keys.Owner, "-"))
+			},
+			wantKept: []string{"roboco-warm-pg-1"},
+			wantLeft: []string{"roboco-warm-pg-1"},
+		},
+		{
+			name:      "ProcessOnlyOwnerDeadRemoved",
+			needsProc: true,
+			seed: func(t *testing.T, w *world) {
+				w.sandbox("roboco-warm-pg-1", "", old, with(deadChild(t).Labels(prefix), keys.Owner, "-"))
+			},
+			wantRemoved: []string{"roboco-warm-pg-1"},
+		},
+		{
 			name:      "ProcessOwnerDeadInGraceSkipped",
 			needsProc: true,
 			seed: func(t *testing.T, w *world) {
@@ -375,7 +401,7 @@ func TestSweep(t *testing.T) {
 				w.sandbox("roboco-sandbox-pg-run", "roboco-agent-run", old, map[string]string{keys.OwnerPID: "x"})
 			},
 			wantReported: []string{"roboco-sandbox-pg-run"},
-			wantReason:   janitor.ErrMalformedOwner,
+			wantReason:   lifetime.ErrMalformedOwner,
 			wantLeft:     []string{"roboco-sandbox-pg-run"},
 		},
 	}
@@ -427,7 +453,7 @@ func TestSweepReportsWhatItSaw(t *testing.T) {
 	require.Len(t, rep.Removed, 1)
 	assert.Equal(t, janitor.Sandbox{
 		ID: c.ID, Name: "roboco-sandbox-pg-1", Engine: "postgres",
-		Owner: janitor.Owner{Name: "roboco-agent-1"}, State: runtime.StateRunning, Status: "running",
+		Owner: lifetime.Owner{Name: "roboco-agent-1"}, State: runtime.StateRunning, Status: "running",
 		Created: c.Created, Age: 200 * time.Second,
 	}, rep.Removed[0])
 	assert.Equal(t, 1, rep.Total())
@@ -569,21 +595,21 @@ func TestSweepSnapshotFailureRemovesNothing(t *testing.T) {
 func TestSweepUndecidedOwnersAreNotRemoved(t *testing.T) {
 	tests := []struct {
 		name     string
-		liveness janitor.Liveness
+		liveness lifetime.Liveness
 		setup    func(w *world)
 		wantErr  string
 	}{
 		{
 			name: "LivenessFailsPartway",
-			liveness: janitor.LivenessFunc(func(_ context.Context, owners []janitor.Owner) (map[janitor.Owner]bool, error) {
-				return map[janitor.Owner]bool{{Name: "roboco-agent-1"}: false}, errors.New("owner registry down")
+			liveness: lifetime.LivenessFunc(func(_ context.Context, owners []lifetime.Owner) (map[lifetime.Owner]bool, error) {
+				return map[lifetime.Owner]bool{{Name: "roboco-agent-1"}: false}, errors.New("owner registry down")
 			}),
 			wantErr: "owner registry down",
 		},
 		{
 			name: "LivenessForgetsAnOwner",
-			liveness: janitor.LivenessFunc(func(_ context.Context, owners []janitor.Owner) (map[janitor.Owner]bool, error) {
-				return map[janitor.Owner]bool{{Name: "roboco-agent-1"}: false}, nil
+			liveness: lifetime.LivenessFunc(func(_ context.Context, owners []lifetime.Owner) (map[lifetime.Owner]bool, error) {
+				return map[lifetime.Owner]bool{{Name: "roboco-agent-1"}: false}, nil
 			}),
 			wantErr: "no verdict",
 		},
@@ -601,7 +627,7 @@ func TestSweepUndecidedOwnersAreNotRemoved(t *testing.T) {
 			w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Hour, nil)
 			liveness := tt.liveness
 			if liveness == nil {
-				liveness = janitor.ContainerLiveness(w.fake)
+				liveness = lifetime.ContainerLiveness(w.fake)
 			}
 			if tt.setup != nil {
 				tt.setup(w)
@@ -643,7 +669,7 @@ func TestSweepDryRunRemovesNothing(t *testing.T) {
 // removals: an identity check before the kill and one before the remove.
 func TestSweepRoundTrips(t *testing.T) {
 	sandboxSel := map[string]string{keys.Sandbox: "1"}
-	self, selfErr := janitor.CurrentProcess()
+	self, selfErr := lifetime.CurrentProcess()
 	tests := []struct {
 		name string
 		seed func(w *world)
@@ -733,13 +759,13 @@ func TestSweepRemovesByID(t *testing.T) {
 	w.fake.AddImage("postgres:16-alpine")
 	stale := w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
 	var fresh runtime.Container
-	liveness := janitor.LivenessFunc(func(ctx context.Context, owners []janitor.Owner) (map[janitor.Owner]bool, error) {
+	liveness := lifetime.LivenessFunc(func(ctx context.Context, owners []lifetime.Owner) (map[lifetime.Owner]bool, error) {
 		// What a provisioner's pre-clear + run does meanwhile.
 		require.NoError(t, w.fake.Remove(ctx, stale.ID))
 		var err error
 		fresh, err = w.fake.Run(ctx, runtime.RunSpec{Name: stale.Name, Image: "postgres:16-alpine", Labels: stale.Labels})
 		require.NoError(t, err)
-		return map[janitor.Owner]bool{{Name: "roboco-agent-1"}: false}, nil
+		return map[lifetime.Owner]bool{{Name: "roboco-agent-1"}: false}, nil
 	})
 
 	rep, err := w.janitor(janitor.Options{Liveness: liveness}).Sweep(context.Background())

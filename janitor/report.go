@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -13,7 +14,7 @@ type Sandbox struct {
 	ID     string
 	Name   string
 	Engine string // the "<prefix>.sandbox.engine" label
-	Owner  Owner
+	Owner  lifetime.Owner
 	State  runtime.State
 	// Status is State with why an exited sandbox ended ("exited (OOM
 	// killed)", "exited (code 1)"): a sandbox killed for memory says so

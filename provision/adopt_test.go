@@ -1,7 +1,6 @@
 package provision_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -48,10 +47,10 @@ func TestAdoptAfterTheOwnerExists(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, again, "adopted already: nothing is asked of the runtime again")
 	// Provision's own try, the one without an owner, the one that adopted.
+	// What adoption then does (the cluster's garbage collector removes the
+	// sandboxes with their owner) is the runtime's to prove, on a real
+	// cluster: runtime/kubernetes TestAdoptedSandboxesGoWithTheirAgentPod.
 	assert.Equal(t, 3, w.fake.Calls(fakeruntime.VerbAdopt))
-
-	require.NoError(t, w.fake.Remove(context.Background(), sb.Owner))
-	assert.Empty(t, w.owned(sb.Owner), "the runtime removed the adopted sandboxes with their owner")
 }
 
 func TestProvisionAdoptsWhenTheOwnerExists(t *testing.T) {

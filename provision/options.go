@@ -101,11 +101,15 @@ type Options struct {
 	// however young (its own earlier provision, known to be over).
 	// PreClearGrace must then be zero.
 	NoPreClearGrace bool
-	// CallTimeout bounds each runtime call of the clean-up paths (teardown's
-	// list, and each kill and remove of teardown, rollback and pre-clear),
-	// even after the caller's context has ended (default
-	// runtime.DefaultCallTimeout). A runtime that hangs on one container
-	// never holds a teardown longer than about three times this.
+	// CallTimeout bounds each quick runtime call (default
+	// runtime.DefaultCallTimeout): a provision's owner list and snapshot,
+	// image checks and image IDs, and each list, kill and remove of
+	// teardown, rollback and pre-clear, the clean-up ones even after the
+	// caller's context has ended. A runtime that hangs on one container
+	// never holds a teardown longer than about three times this. The
+	// slow calls have bounds of their own: a pull PullTimeout, a Run a
+	// minute (plus PullTimeout where Run pulls), readiness ReadyTimeout,
+	// a template build five minutes.
 	CallTimeout time.Duration
 
 	// Logger receives one line per lifecycle event (nil: no logging).

@@ -27,6 +27,7 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -51,7 +52,9 @@ type Provisioner struct {
 	// buildRetry).
 	buildFailed sync.Map
 	// noImageStore is set once the runtime said it has no image store
-	// (runtime.ErrUnsupported): warm start is off on it.
+	// (runtime.ErrUnsupported from ImageExists, PullImage or ImageID: a
+	// cluster, whose kubelet pulls): Run pulls, so its deadline includes
+	// the pull timeout, and warm start is off on it.
 	noImageStore atomic.Bool
 }
 
@@ -90,12 +93,15 @@ type call struct {
 	ownerID string
 	owner   string
 	redact  redactor
-	// existing is the owner's sandboxes before the call, by name; it is
-	// read only after listed is closed, and listErr says whether the list
-	// failed.
-	existing map[string]runtime.Container
-	listed   chan struct{}
-	listErr  error
+	// stale is what pre-clear may remove: a same-named sandbox of the
+	// owner from before the call, past the grace window, whose owner is
+	// gone; blocked says, by name, why one that is there may not be
+	// removed (an ErrConflict error). Both are read only after listed is
+	// closed, and listErr says whether the list failed.
+	stale   map[string]runtime.Container
+	blocked map[string]error
+	listed  chan struct{}
+	listErr error
 }
 
 // service is one service's work within a call.
@@ -152,14 +158,8 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 	c.listed = make(chan struct{})
 	g.Go(func() error {
 		defer close(c.listed)
-		existing, err := p.rt.List(gctx, p.keys.OwnedBy(c.owner))
-		if err != nil {
-			c.listErr = fmt.Errorf("provision %s: list existing sandboxes: %w", c.owner, err)
+		if c.listErr = p.listExisting(gctx, c, svcs); c.listErr != nil {
 			return c.listErr
-		}
-		c.existing = make(map[string]runtime.Container, len(existing))
-		for _, x := range existing {
-			c.existing[x.Name] = x
 		}
 		return nil
 	})
@@ -244,16 +244,32 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 // start runs spec and waits until it is ready; on failure it returns the
 // stage that failed and the probe's output.
 func (p *Provisioner) start(ctx context.Context, c *call, s *service, spec runtime.RunSpec) (stage, output string, err error) {
+	// A service whose sibling has failed (or whose caller gave up) starts
+	// nothing: the call is being rolled back.
+	if err := ctx.Err(); err != nil {
+		return "run", "", err
+	}
 	// A Run is never cut short by a sibling's failure or the caller giving
 	// up: the daemon finishes a create whose client went away, and the
 	// container would appear after the rollback looked. Run is quick, so
-	// it completes, and the rollback then removes what it made.
-	runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
+	// it completes, and the rollback then removes what it made. Where Run
+	// pulls (no image store), the pull is part of it, and so is its time.
+	runTimeout := cleanupTime
+	pulls := p.noImageStore.Load()
+	if pulls {
+		runTimeout += p.opts.PullTimeout
+	}
+	runStart := time.Now()
+	runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), runTimeout)
 	ctr, err := p.rt.Run(runCtx, spec)
 	cancelRun()
 	if err != nil {
-		if errors.Is(err, runtime.ErrAlreadyExists) {
+		switch {
+		case errors.Is(err, runtime.ErrAlreadyExists):
 			err = fmt.Errorf("%w: %w", ErrConflict, err)
+		case pulls && errors.Is(err, context.DeadlineExceeded):
+			return "pull", "", fmt.Errorf("pull timed out: %s pulls %s as it runs it, and the run gave up after %s (pull timeout %s): %w",
+				p.rt.Name(), spec.Image, time.Since(runStart).Round(time.Second), p.opts.PullTimeout, err)
 		}
 		return "run", "", err
 	}
@@ -329,8 +345,12 @@ func (p *Provisioner) event(kind EventKind, c *call, s *service, set func(*Event
 // runtime.ErrUnsupported: a cluster, whose kubelet pulls) pulls at Run,
 // which still says runtime.ErrImageNotFound for an image it cannot have.
 func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) error {
-	ok, err := p.rt.ImageExists(ctx, s.image)
+	if p.noImageStore.Load() {
+		return nil // learned once: Run pulls
+	}
+	ok, err := p.imageExists(ctx, s.image)
 	if errors.Is(err, runtime.ErrUnsupported) {
+		p.noImageStore.Store(true)
 		return nil
 	}
 	if err != nil {
@@ -346,6 +366,7 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 		p.emit(ctx, p.event(EventPullProgress, c, s, func(ev *Event) { ev.Progress = &pp }))
 	})
 	if errors.Is(err, runtime.ErrUnsupported) {
+		p.noImageStore.Store(true)
 		return nil // Run pulls
 	}
 	if err != nil {
@@ -358,20 +379,84 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 	return nil
 }
 
-// preClear removes a stale same-named sandbox of this owner: one older than
-// the grace window. A younger one may be another provision's work in
-// flight, which is never removed: that is a conflict.
-func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
-	old, ok := c.existing[s.name]
-	if !ok {
+// listExisting lists the owner's sandboxes and sorts the same-named ones
+// (one per service of the call) into what pre-clear may remove and what
+// it may not (see preClear). An owner is judged as the janitor judges it
+// (lifetime.Judge), from one snapshot taken only when a same-named
+// sandbox is past the grace window.
+func (p *Provisioner) listExisting(ctx context.Context, c *call, svcs []*service) error {
+	lctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	existing, err := p.rt.List(lctx, p.keys.OwnedBy(c.owner))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("provision %s: list existing sandboxes: %w", c.owner, err)
+	}
+	c.stale, c.blocked = map[string]runtime.Container{}, map[string]error{}
+	old := map[string]runtime.Container{}
+	for _, x := range existing {
+		if !slices.ContainsFunc(svcs, func(s *service) bool { return s.name == x.Name }) {
+			continue
+		}
+		// Zero only under NoPreClearGrace: then even a creation time
+		// ahead of this clock (skew) is past it.
+		if age := p.opts.Now().Sub(x.Created); p.opts.PreClearGrace > 0 && age < p.opts.PreClearGrace {
+			c.blocked[x.Name] = fmt.Errorf("%w: %s exists and is %s old, younger than the %s grace window (another provision may be in flight; tear it down first)",
+				ErrConflict, x.Name, age.Round(time.Second), p.opts.PreClearGrace)
+			continue
+		}
+		old[x.Name] = x
+	}
+	if len(old) == 0 {
 		return nil
 	}
-	age := p.opts.Now().Sub(old.Created)
-	// Zero only under NoPreClearGrace: then even a creation time ahead of
-	// this clock (skew) is cleared.
-	if p.opts.PreClearGrace > 0 && age < p.opts.PreClearGrace {
-		return fmt.Errorf("%w: %s exists and is %s old, younger than the %s grace window (another provision may be in flight; tear it down first)",
-			ErrConflict, s.name, age.Round(time.Second), p.opts.PreClearGrace)
+	owners := map[string]lifetime.Owner{}
+	var judged []lifetime.Owner
+	for name, x := range old {
+		o, err := lifetime.FromLabels(p.keys, x.Labels)
+		if err != nil {
+			c.blocked[name] = fmt.Errorf("%w: %s exists and its owner cannot be judged, so it is left alone: %w", ErrConflict, name, err)
+			continue
+		}
+		owners[name] = o
+		judged = append(judged, o)
+	}
+	if len(judged) == 0 {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	snap, err := p.rt.Snapshot(sctx, p.keys.OwnedBy(c.owner))
+	if err != nil {
+		return fmt.Errorf("provision %s: look for the owner of existing sandboxes: %w", c.owner, err)
+	}
+	verdicts, jerr := lifetime.Judge(sctx, judged, snap)
+	for name, o := range owners {
+		alive, cause := lifetime.Verdict(verdicts, jerr, o)
+		switch {
+		case cause != nil:
+			c.blocked[name] = fmt.Errorf("%w: %s exists and nothing tells whether its owner %s is alive, so it is left alone: %w", ErrConflict, name, o, cause)
+		case alive:
+			c.blocked[name] = fmt.Errorf("%w: %s exists and its owner %s is alive: a live owner's sandboxes are never replaced (tear them down first)", ErrConflict, name, o)
+		default:
+			c.stale[name] = old[name]
+		}
+	}
+	return nil
+}
+
+// preClear removes what a crash-missed teardown left: a same-named sandbox
+// of this owner past the grace window whose owner (container or process)
+// is gone, as the janitor judges it. A younger one may be another
+// provision's work in flight, and a live owner's sandbox is that owner's
+// data: both are never removed, and the service fails with an ErrConflict
+// error naming why (see listExisting).
+func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
+	if err := c.blocked[s.name]; err != nil {
+		return err
+	}
+	old, ok := c.stale[s.name]
+	if !ok {
+		return nil
 	}
 	// Destroy checks that the name still belongs to the container listed
 	// at the start of the call: a newer one (another provision's, after a

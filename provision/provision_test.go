@@ -23,6 +23,7 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -657,13 +658,23 @@ func TestPreClear(t *testing.T) {
 	labels := func(owner string) map[string]string {
 		return map[string]string{keys.Sandbox: "1", keys.Owner: owner, keys.Engine: "postgres"}
 	}
+	withProcess := func(p lifetime.Process) map[string]string {
+		l := labels("roboco-agent-5")
+		maps.Copy(l, p.Labels(keys.Prefix))
+		return l
+	}
+	self, err := lifetime.CurrentProcess()
+	require.NoError(t, err)
 	tests := []struct {
-		name       string
-		existing   runtime.Container
-		noGrace    bool // Options.NoPreClearGrace
-		wantErr    error
-		wantKept   bool
-		wantCalled string
+		name     string
+		existing runtime.Container
+		// owner, when set, is the state of an owner container
+		// roboco-agent-5 that exists.
+		owner   runtime.State
+		noGrace bool // Options.NoPreClearGrace
+		wantErr error
+		// wantMsg is in the error: what it names.
+		wantMsg string
 	}{
 		{
 			name:     "StaleSandboxOfOwnerIsReplaced",
@@ -677,7 +688,51 @@ func TestPreClear(t *testing.T) {
 			name:     "SandboxInGraceIsLeftAlone",
 			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-30 * time.Second)},
 			wantErr:  provision.ErrConflict,
-			wantKept: true,
+			wantMsg:  "grace window",
+		},
+		{
+			name:     "LiveOwnerContainerKeepsItsSandbox",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-time.Hour)},
+			owner:    runtime.StateRunning,
+			wantErr:  provision.ErrConflict,
+			wantMsg:  "its owner roboco-agent-5 is alive",
+		},
+		{
+			name:     "StoppedOwnerContainerStillOwnsItsSandbox",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-time.Hour)},
+			owner:    runtime.StateExited,
+			wantErr:  provision.ErrConflict,
+			wantMsg:  "its owner roboco-agent-5 is alive",
+		},
+		{
+			name:     "CreatedOwnerContainerStillOwnsItsSandbox",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: labels("roboco-agent-5"), Created: now.Add(-time.Hour)},
+			owner:    runtime.StateCreated,
+			wantErr:  provision.ErrConflict,
+			wantMsg:  "its owner roboco-agent-5 is alive",
+		},
+		{
+			name:     "LiveOwnerProcessKeepsItsSandbox",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: withProcess(self), Created: now.Add(-time.Hour)},
+			wantErr:  provision.ErrConflict,
+			wantMsg:  fmt.Sprintf("pid %d", self.PID),
+		},
+		{
+			// The process decides: a container of the owner's name does
+			// not keep a dead process's sandbox.
+			name:     "GoneOwnerProcessIsCleared",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: withProcess(lifetime.Process{BootID: "a-boot-before-this-one", PID: self.PID, Start: self.Start}), Created: now.Add(-time.Hour)},
+			owner:    runtime.StateRunning,
+		},
+		{
+			name: "MalformedOwnerIsLeftAlone",
+			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Created: now.Add(-time.Hour), Labels: func() map[string]string {
+				l := withProcess(self)
+				l[keys.OwnerPID] = "not-a-pid"
+				return l
+			}()},
+			wantErr: lifetime.ErrMalformedOwner,
+			wantMsg: "cannot be judged",
 		},
 		{
 			name:     "NoPreClearGraceReplacesASandboxInGrace",
@@ -693,7 +748,6 @@ func TestPreClear(t *testing.T) {
 			name:     "ForeignContainerWithTheNameIsLeftAlone",
 			existing: runtime.Container{Name: "roboco-sandbox-pg-5", Labels: map[string]string{"app": "other"}, Created: now.Add(-time.Hour)},
 			wantErr:  runtime.ErrAlreadyExists,
-			wantKept: true,
 		},
 	}
 	for _, tt := range tests {
@@ -701,19 +755,27 @@ func TestPreClear(t *testing.T) {
 			w := newWorld(t)
 			w.fake.SetClock(func() time.Time { return now })
 			old := w.fake.Seed(tt.existing)
+			want := 1
+			if tt.owner != "" {
+				w.fake.Seed(runtime.Container{Name: "roboco-agent-5", State: tt.owner, Created: now.Add(-time.Hour)})
+				want++
+			}
 			opts := w.options()
 			opts.Now = func() time.Time { return now }
 			opts.NoPreClearGrace = tt.noGrace
 			p := w.provisioner(opts)
 			sb, err := p.Provision(ctxT(t), "5", []string{"postgres", "redis"})
-			_, inspectErr := w.fake.Inspect(ctxT(t), old.ID)
+			got, inspectErr := w.fake.Inspect(ctxT(t), old.ID)
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				var pe *provision.Error
 				require.ErrorAs(t, err, &pe)
 				assert.Equal(t, "postgres", pe.Service)
+				assert.ErrorContains(t, err, tt.wantMsg)
 				assert.NoError(t, inspectErr, "the existing container is not touched")
-				assert.Len(t, w.fake.Containers(), 1, "only the existing container remains")
+				assert.Len(t, w.fake.Containers(), want, "only the existing containers remain")
+				assert.Equal(t, old.State, got.State, "the existing sandbox still runs")
+				assert.Empty(t, w.events(provision.EventPreCleared))
 				return
 			}
 			require.NoError(t, err)
@@ -722,6 +784,23 @@ func TestPreClear(t *testing.T) {
 			assert.Len(t, w.events(provision.EventPreCleared), 1)
 		})
 	}
+}
+
+// TestPreClearOwnerSnapshotFails: when the runtime cannot say whether the
+// owner exists, the leftover is not removed on a guess: the provision
+// fails and touches nothing.
+func TestPreClearOwnerSnapshotFails(t *testing.T) {
+	w := newWorld(t)
+	old := w.fake.Seed(runtime.Container{Name: "roboco-sandbox-pg-6", Created: time.Now().Add(-time.Hour),
+		Labels: map[string]string{keys.Sandbox: "1", keys.Owner: "roboco-agent-6", keys.Engine: "postgres"}})
+	w.fake.Fail(fakeruntime.VerbSnapshot, "", runtime.ErrUnavailable)
+	_, err := w.provisioner(w.options()).Provision(ctxT(t), "6", []string{"postgres"})
+	require.ErrorIs(t, err, runtime.ErrUnavailable)
+	assert.ErrorContains(t, err, "look for the owner")
+	_, err = w.fake.Inspect(ctxT(t), old.ID)
+	assert.NoError(t, err, "the leftover is still there")
+	assert.Len(t, w.fake.Containers(), 1)
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbRun))
 }
 
 func TestTeardown(t *testing.T) {
@@ -1451,6 +1530,76 @@ func TestOwnerListRunsBesideTheImageChecks(t *testing.T) {
 		assert.Empty(t, w.fake.Containers(), "nothing was run")
 	})
 
+}
+
+// TestNoRunAfterASiblingFailed: a service that reaches its Run after a
+// sibling has failed starts nothing; the call is being rolled back.
+func TestNoRunAfterASiblingFailed(t *testing.T) {
+	w := newWorld(t)
+	boom := errors.New("daemon refused the create")
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		switch {
+		case c.Verb == fakeruntime.VerbRun && c.Run.Name == "roboco-sandbox-redis-sib":
+			return boom // after the owner's list: redis waited for it
+		case c.Verb == fakeruntime.VerbImageExists && c.Object == "postgres:16-alpine":
+			<-ctx.Done() // the sibling's failure ends the call's context
+		}
+		return nil // and the image is there
+	})
+	_, err := w.provisioner(w.options()).Provision(ctxT(t), "sib", []string{"postgres", "redis"})
+	require.ErrorIs(t, err, boom)
+	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbRun), "redis's Run only: postgres started nothing once redis had failed")
+	assert.Empty(t, w.fake.Containers())
+}
+
+// TestProvisionHungRuntime: a runtime that answers the ping and then
+// hangs on the owner's list, an image check or an image ID makes the
+// provision fail within its CallTimeout, though the caller's context has
+// no deadline, having left nothing behind.
+func TestProvisionHungRuntime(t *testing.T) {
+	const callTimeout = 100 * time.Millisecond
+	tests := []struct {
+		name string
+		verb string
+		warm bool
+	}{
+		{"ListHangs", fakeruntime.VerbList, false},
+		{"ImageExistsHangs", fakeruntime.VerbImageExists, false},
+		{"ImageIDHangs", fakeruntime.VerbImageID, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			held := w.hang("", tt.verb)
+			opts := w.options()
+			opts.CallTimeout = callTimeout
+			if tt.warm {
+				opts.Warm = provision.WarmAuto
+			}
+			p := w.provisioner(opts)
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.Provision(context.Background(), "hung", []string{"postgres"})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if tt.warm {
+					// A template that cannot be had: the sandbox starts cold.
+					require.NoError(t, err)
+					assert.Len(t, w.events(provision.EventWarmFallback), 1)
+				} else {
+					require.ErrorIs(t, err, context.DeadlineExceeded)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Provision still waits on the hung %s", tt.verb)
+			}
+			assert.GreaterOrEqual(t, held.Load(), int32(1))
+			if !tt.warm {
+				assert.Empty(t, w.fake.Containers())
+			}
+		})
+	}
 }
 
 // TestBudgetFollowsTheMemoryLimit: each sandbox's run spec carries its

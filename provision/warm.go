@@ -19,6 +19,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/ids"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -176,16 +177,30 @@ func (p *Provisioner) LookupTemplate(ctx context.Context, name string) (Template
 		return Template{}, err
 	}
 	t := Template{Engine: s.spec.Name, Base: s.image}
-	ok, err := p.rt.ImageExists(ctx, s.image)
+	ok, err := p.imageExists(ctx, s.image)
 	if err != nil || !ok {
 		return t, err
 	}
-	if t.BaseID, err = p.rt.ImageID(ctx, s.image); err != nil {
+	if t.BaseID, err = p.imageID(ctx, s.image); err != nil {
 		return t, err
 	}
 	t.Ref = p.templateRef(s, w, t.BaseID)
-	t.Present, err = p.rt.ImageExists(ctx, t.Ref)
+	t.Present, err = p.imageExists(ctx, t.Ref)
 	return t, err
+}
+
+// imageExists is ImageExists within Options.CallTimeout.
+func (p *Provisioner) imageExists(ctx context.Context, ref string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	return p.rt.ImageExists(ctx, ref)
+}
+
+// imageID is ImageID within Options.CallTimeout.
+func (p *Provisioner) imageID(ctx context.Context, ref string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	return p.rt.ImageID(ctx, ref)
 }
 
 // RemoveTemplate removes the template of service name's image, if there
@@ -195,7 +210,9 @@ func (p *Provisioner) RemoveTemplate(ctx context.Context, name string) (Template
 	if err != nil || !t.Present {
 		return t, err
 	}
-	if err := p.rt.RemoveImage(ctx, t.Ref); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	if err := p.rt.RemoveImage(rctx, t.Ref); err != nil {
 		return t, err
 	}
 	t.Present = false
@@ -207,12 +224,12 @@ func (p *Provisioner) RemoveTemplate(ctx context.Context, name string) (Template
 // across processes: a file lock), and returns its ref.
 func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engines.Warmer) (Template, error) {
 	start := time.Now()
-	baseID, err := p.rt.ImageID(ctx, s.image)
+	baseID, err := p.imageID(ctx, s.image)
 	if err != nil {
 		return Template{}, err
 	}
 	t := Template{Engine: s.spec.Name, Base: s.image, BaseID: baseID, Ref: p.templateRef(s, w, baseID)}
-	ok, err := p.rt.ImageExists(ctx, t.Ref)
+	ok, err := p.imageExists(ctx, t.Ref)
 	if err != nil {
 		return Template{}, err
 	}
@@ -232,7 +249,7 @@ func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engin
 		leader = true
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), templateBuildTimeout)
 		defer cancel()
-		return p.buildLocked(bctx, c, s, w, t)
+		return p.buildLocked(bctx, s, w, t)
 	})
 	select {
 	case <-ctx.Done():
@@ -252,17 +269,17 @@ func (p *Provisioner) template(ctx context.Context, c *call, s *service, w engin
 // buildLocked builds t under a file lock of the host, unless another
 // process built it while this one waited for the lock. It reports whether
 // it built.
-func (p *Provisioner) buildLocked(ctx context.Context, c *call, s *service, w engines.Warmer, t Template) (bool, error) {
+func (p *Provisioner) buildLocked(ctx context.Context, s *service, w engines.Warmer, t Template) (bool, error) {
 	unlock, err := lockFile(ctx, filepath.Join(os.TempDir(), "sandboxer-warm-"+shortHash(p.rt.Name()+"|"+p.rt.Endpoint()+"|"+t.Ref)+".lock"))
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	ok, err := p.rt.ImageExists(ctx, t.Ref)
+	ok, err := p.imageExists(ctx, t.Ref)
 	if err != nil || ok {
 		return false, err
 	}
-	if err := p.build(ctx, c, s, w, t); err != nil {
+	if err := p.build(ctx, s, w, t); err != nil {
 		return false, fmt.Errorf("build warm template %s of %s: %w", t.Ref, t.Base, err)
 	}
 	return true, nil
@@ -273,7 +290,7 @@ func (p *Provisioner) buildLocked(ctx context.Context, c *call, s *service, w en
 // the server cleanly, captures every tmpfs path of the spec with tar,
 // removes the container, and loads the base image plus one layer of those
 // tars under t.Ref.
-func (p *Provisioner) build(ctx context.Context, c *call, s *service, w engines.Warmer, t Template) (err error) {
+func (p *Provisioner) build(ctx context.Context, s *service, w engines.Warmer, t Template) (err error) {
 	cred, err := templateCred()
 	if err != nil {
 		return err
@@ -283,9 +300,10 @@ func (p *Provisioner) build(ctx context.Context, c *call, s *service, w engines.
 	defer func() { err = redactor{cred.Password}.Error(err) }()
 	ts := &service{engine: s.engine, spec: s.spec, cred: cred, image: s.image,
 		name: p.opts.LabelPrefix + "-warm-" + s.spec.Short + "-" + ids.Hex(4)}
-	spec := p.runSpec(c, ts)
-	spec.Entrypoint = w.TemplateEntrypoint()
-	spec.Ports = nil
+	spec, err := p.buildSpec(ts, w)
+	if err != nil {
+		return err
+	}
 
 	runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), cleanupTime)
 	ctr, err := p.rt.Run(runCtx, spec)
@@ -332,6 +350,29 @@ func (p *Provisioner) build(ctx context.Context, c *call, s *service, w engines.
 		paths = append(paths, path)
 	}
 	return p.loadTemplate(ctx, t, files, paths)
+}
+
+// buildSpec is the run spec of the template container of a build for ts:
+// a cold sandbox's, under the template entrypoint, with no port, and with
+// labels of its own. A build belongs to no call and no owner: whichever
+// provision triggered it, others wait for it and all use what it makes.
+// So it carries neither an owner container nor a call label (no rollback,
+// no teardown lists it), and its owner is the building process (the
+// lifetime process-owner labels), which the janitor judges like any other
+// process owner: it is kept while the build runs, and removed after a
+// crash. Without a process identity (no /proc) there is no build.
+func (p *Provisioner) buildSpec(ts *service, w engines.Warmer) (runtime.RunSpec, error) {
+	proc, err := lifetime.CurrentProcess()
+	if err != nil {
+		return runtime.RunSpec{}, fmt.Errorf("a template build is owned by the building process: %w", err)
+	}
+	spec := p.runSpec(&call{}, ts)
+	delete(spec.Labels, p.keys.Owner)
+	delete(spec.Labels, p.keys.Call)
+	maps.Copy(spec.Labels, proc.Labels(p.keys.Prefix))
+	spec.Entrypoint = w.TemplateEntrypoint()
+	spec.Ports = nil
+	return spec, nil
 }
 
 // templateFile is the file of a template image that holds the tar of

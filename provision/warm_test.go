@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/fakeruntime"
+	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -229,8 +233,49 @@ func TestNoImageStorePullsAtRunAndStartsCold(t *testing.T) {
 	for _, ev := range w.events(provision.EventReady) {
 		assert.Empty(t, ev.Template, "%s started cold", ev.Container)
 	}
-	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbImageID), "the image store is asked once, then warm start is off")
+	assert.LessOrEqual(t, w.fake.Calls(fakeruntime.VerbImageExists), 2, "learned by the first provision's image checks; the second asks nothing")
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbImageID), "warm start is off from then on")
 	assert.Zero(t, w.fake.Calls(fakeruntime.VerbLoadImage))
+}
+
+// TestNoImageStoreRunIncludesThePull: where Run pulls, its deadline
+// includes the pull timeout (not only the time a start takes), and a Run
+// that runs out of time says it was the pull.
+func TestNoImageStoreRunIncludesThePull(t *testing.T) {
+	const pullTimeout = 20 * time.Minute
+	t.Run("deadline", func(t *testing.T) {
+		w := newWorld(t)
+		w.noImageStore()
+		var left record[time.Duration]
+		w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+			if c.Verb == fakeruntime.VerbRun {
+				d, ok := ctx.Deadline()
+				require.True(t, ok, "Run has a deadline")
+				left.add(time.Until(d))
+			}
+			return nil
+		})
+		o := w.options()
+		o.PullTimeout = pullTimeout
+		_, err := w.provisioner(o).Provision(ctxT(t), "kp", []string{"redis"})
+		require.NoError(t, err)
+		require.Len(t, left.get(), 1)
+		assert.Greater(t, left.get()[0], pullTimeout, "Run's deadline holds the pull timeout")
+	})
+	t.Run("error", func(t *testing.T) {
+		w := newWorld(t)
+		w.noImageStore()
+		w.fake.Fail(fakeruntime.VerbRun, "", fmt.Errorf("not running within 5m0s (last: ContainerCreating): %w", context.DeadlineExceeded))
+		o := w.options()
+		o.PullTimeout = pullTimeout
+		_, err := w.provisioner(o).Provision(ctxT(t), "kq", []string{"redis"})
+		var pe *provision.Error
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "pull", pe.Stage)
+		assert.ErrorContains(t, err, "pull timed out")
+		assert.ErrorContains(t, err, "pull timeout 20m0s")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	})
 }
 
 func TestNoImageStoreRunOfAMissingImageIsImageNotFound(t *testing.T) {
@@ -242,4 +287,148 @@ func TestNoImageStoreRunOfAMissingImageIsImageNotFound(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, runtime.ErrImageNotFound, "Run, which pulls, says the image cannot be had")
 	assert.Empty(t, w.fake.Containers(), "nothing is left")
+}
+
+// holdBuild holds every template build at its save of the base image (its
+// template container running) until the returned release is called; the
+// channel is closed once a build container exists and is held.
+func (w *world) holdBuild() (held <-chan struct{}, release func()) {
+	h, r := make(chan struct{}), make(chan struct{})
+	var once, done sync.Once
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb != fakeruntime.VerbSaveImage {
+			return nil
+		}
+		once.Do(func() { close(h) })
+		select {
+		case <-r:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	return h, func() { done.Do(func() { close(r) }) }
+}
+
+// buildContainer is the template build's container, in flight.
+func (w *world) buildContainer() runtime.Container {
+	w.t.Helper()
+	for _, c := range w.fake.Containers() {
+		if strings.Contains(c.Name, "-warm-") {
+			return c
+		}
+	}
+	require.FailNow(w.t, "no template build container")
+	return runtime.Container{}
+}
+
+// TestWarmBuildBelongsToNoCallAndNoOwner: a template build in flight is
+// nobody's to remove but its own: the rollback of the provision that
+// triggered it (a sibling failed), a teardown of that provision's owner,
+// and a janitor sweep past the grace window all leave it alone, and it
+// completes. Its labels say why: no owner container, no call, and the
+// building process as its owner.
+func TestWarmBuildBelongsToNoCallAndNoOwner(t *testing.T) {
+	self, err := lifetime.CurrentProcess()
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		// trigger starts what makes the build: a provision, or what
+		// `sandboxer warm` does (EnsureTemplate).
+		trigger func(ctx context.Context, p *provision.Provisioner) error
+		// meddle is what must leave the build alone.
+		meddle func(t *testing.T, w *world, p *provision.Provisioner)
+		// triggerFails: the trigger itself fails (its sibling did).
+		triggerFails bool
+	}{
+		{
+			name: "RollbackOfAFailingSibling",
+			trigger: func(ctx context.Context, p *provision.Provisioner) error {
+				_, err := p.Provision(ctx, "b1", []string{"postgres", "redis"})
+				return err
+			},
+			triggerFails: true,
+		},
+		{
+			name: "TeardownOfTheTriggeringOwner",
+			trigger: func(ctx context.Context, p *provision.Provisioner) error {
+				_, err := p.Provision(ctx, "b2", []string{"postgres"})
+				return err
+			},
+			meddle: func(t *testing.T, w *world, p *provision.Provisioner) {
+				removed, err := p.Teardown(ctxT(t), "b2")
+				require.NoError(t, err)
+				assert.Empty(t, removed, "the owner has nothing yet: the build is not its")
+			},
+		},
+		{
+			name: "SweepPastGraceDuringWarmCommand",
+			trigger: func(ctx context.Context, p *provision.Provisioner) error {
+				_, err := p.EnsureTemplate(ctx, "postgres")
+				return err
+			},
+			meddle: func(t *testing.T, w *world, _ *provision.Provisioner) {
+				rep, err := janitor.New(w.fake, janitor.Options{NoGrace: true}).Sweep(ctxT(t))
+				require.NoError(t, err)
+				assert.Empty(t, rep.Removed)
+				require.Len(t, rep.Kept, 1, "the build is kept: its owner, this process, lives")
+				assert.Equal(t, self, rep.Kept[0].Owner.Process)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			held, release := w.holdBuild()
+			defer release()
+			if tt.triggerFails {
+				// The sibling fails while the build is in flight.
+				w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+					if c.Verb != fakeruntime.VerbRun || c.Run.Name != "roboco-sandbox-redis-b1" {
+						return nil
+					}
+					select {
+					case <-held:
+						return errors.New("daemon refused the create")
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				})
+			}
+			p := w.provisioner(w.warmOptions())
+			done := make(chan error, 1)
+			go func() { done <- tt.trigger(ctxT(t), p) }()
+			select {
+			case <-held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no template build was held")
+			}
+			build := w.buildContainer()
+			assert.NotContains(t, build.Labels, keys.Owner, "a build has no owner container")
+			assert.NotContains(t, build.Labels, keys.Call, "a build belongs to no call")
+			assert.Equal(t, strconv.Itoa(self.PID), build.Labels[keys.OwnerPID], "its owner is the building process")
+
+			if tt.triggerFails {
+				select {
+				case err := <-done:
+					require.Error(t, err, "the sibling failed: the provision rolled back")
+				case <-time.After(10 * time.Second):
+					t.Fatal("the provision waited for the build it had given up on")
+				}
+			} else {
+				tt.meddle(t, w, p)
+			}
+			assert.Equal(t, build.ID, w.buildContainer().ID, "the build in flight is left alone")
+
+			release()
+			if !tt.triggerFails {
+				require.NoError(t, <-done)
+			}
+			require.Eventually(t, func() bool { return len(w.templates()) == 1 }, 10*time.Second, 10*time.Millisecond, "the build completes")
+			_, err := p.Provision(ctxT(t), "after", []string{"postgres"})
+			require.NoError(t, err)
+			ready := w.events(provision.EventReady)
+			assert.Equal(t, w.templates()[0], ready[len(ready)-1].Template, "and later sandboxes start warm")
+		})
+	}
 }

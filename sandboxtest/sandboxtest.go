@@ -36,8 +36,8 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/internal/testenv"
-	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
@@ -155,7 +155,7 @@ func start(opts Options, id, test string, args map[string][]string, services []s
 	if envPrefix == "" {
 		envPrefix = provision.DefaultEnvPrefix
 	}
-	lbls, err := janitor.ProcessOwnerLabels(prefix)
+	lbls, err := lifetime.ProcessOwnerLabels(prefix)
 	if err != nil {
 		// Not Linux: the sandboxes are then only the cleanup's to remove.
 		slog.Warn("sandboxtest: no process identity: a janitor will not recognise this test as the owner", "err", err)

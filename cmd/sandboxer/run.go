@@ -13,7 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/roboco/sandboxer/internal/ids"
-	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/lifetime"
 )
 
 // killAfter is how many caught signals `run` forwards before it kills its
@@ -52,7 +52,7 @@ starting CMD. Under nohup, SIGHUP stays ignored.`,
 			if err != nil {
 				return err
 			}
-			labels, err := janitor.ProcessOwnerLabels(a.labelPrefix)
+			labels, err := lifetime.ProcessOwnerLabels(a.labelPrefix)
 			if err != nil {
 				return fmt.Errorf("run: process identity for the owner labels: %w", err)
 			}

@@ -1,6 +1,6 @@
 // Command crashprov is a test helper for the janitor's crash test: it
 // provisions sandboxes on Docker for one owner, labelled as owned by this
-// very process (janitor.ProcessOwnerLabels), and then waits to be killed.
+// very process (lifetime.ProcessOwnerLabels), and then waits to be killed.
 // The test SIGKILLs it mid-provision and proves that a janitor sweep after
 // the grace window leaves nothing behind.
 //
@@ -23,8 +23,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime/docker"
 )
@@ -45,7 +45,7 @@ func run(prefix, owner string, services []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	labels, err := janitor.ProcessOwnerLabels(prefix)
+	labels, err := lifetime.ProcessOwnerLabels(prefix)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package janitor
+package lifetime
 
 import (
 	"context"

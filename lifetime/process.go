@@ -1,4 +1,4 @@
-package janitor
+package lifetime
 
 import (
 	"bufio"
@@ -127,15 +127,15 @@ func (f *procfs) current() (Process, error) {
 func (f *procfs) readSelf() (Process, error) {
 	boot, err := os.ReadFile(filepath.Join(f.root, "sys/kernel/random/boot_id"))
 	if err != nil {
-		return Process{}, fmt.Errorf("janitor: process identity: boot id: %w", err)
+		return Process{}, fmt.Errorf("lifetime: process identity: boot id: %w", err)
 	}
 	ns, err := readNS(filepath.Join(f.root, "self/ns/pid"))
 	if err != nil {
-		return Process{}, fmt.Errorf("janitor: process identity: pid namespace: %w", err)
+		return Process{}, fmt.Errorf("lifetime: process identity: pid namespace: %w", err)
 	}
 	pid, start, err := readStat(filepath.Join(f.root, "self/stat"))
 	if err != nil {
-		return Process{}, fmt.Errorf("janitor: process identity: %w", err)
+		return Process{}, fmt.Errorf("lifetime: process identity: %w", err)
 	}
 	return Process{BootID: strings.TrimSpace(string(boot)), PIDNS: ns, PID: pid, Start: start}, nil
 }
@@ -204,7 +204,7 @@ func (f *procfs) scan(want []Process) (found map[Process]bool, complete bool, er
 	}
 	entries, err := os.ReadDir(f.root)
 	if err != nil {
-		return nil, false, fmt.Errorf("janitor: scan processes: %w", err)
+		return nil, false, fmt.Errorf("lifetime: scan processes: %w", err)
 	}
 	found = make(map[Process]bool)
 	complete = true

@@ -1,4 +1,4 @@
-package janitor
+package lifetime
 
 import (
 	"context"
@@ -59,12 +59,12 @@ func (f LivenessFunc) Alive(ctx context.Context, owners []Owner) (map[Owner]bool
 // one runtime.Snapshot call per Alive call, whatever the number of owners,
 // and compares references exactly, so that a name is never mistaken for
 // an ID prefix. Owners with a Process are judged the same way by name; use
-// the janitor's default to judge them by process.
+// Judge to judge them by process.
 func ContainerLiveness(rt runtime.ContainerRuntime) Liveness {
 	return LivenessFunc(func(ctx context.Context, owners []Owner) (map[Owner]bool, error) {
 		snap, err := rt.Snapshot(ctx, map[string]string{})
 		if err != nil {
-			return nil, fmt.Errorf("janitor: list owner containers: %w", err)
+			return nil, fmt.Errorf("lifetime: list owner containers: %w", err)
 		}
 		out := make(map[Owner]bool, len(owners))
 		for _, o := range owners {
@@ -109,7 +109,7 @@ func (l processLiveness) Alive(_ context.Context, owners []Owner) (map[Owner]boo
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("janitor: process owners: %w", err)
+		err = fmt.Errorf("lifetime: process owners: %w", err)
 	}
 	return out, err
 }

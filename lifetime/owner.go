@@ -1,0 +1,77 @@
+package lifetime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Errors of FromLabels (errors.Is): why a sandbox's owner cannot be
+// judged. Such a sandbox is never removed.
+var (
+	// ErrNoOwner: the sandbox carries no owner label. Sandboxer always
+	// writes one, so such a container is not one of ours to judge.
+	ErrNoOwner = errors.New("no owner label")
+	// ErrMalformedOwner: the owner labels cannot be read (a process owner
+	// with a missing or unparsable field).
+	ErrMalformedOwner = errors.New("malformed owner label")
+)
+
+// FromLabels reads the owner of a sandbox from its labels (the keys of
+// k): the owner container's name, and the owning process when the
+// process-owner keys are present. The error (ErrNoOwner,
+// ErrMalformedOwner) says why the owner cannot be judged.
+func FromLabels(k labels.Keys, lbls map[string]string) (Owner, error) {
+	proc, hasProc, err := processFromLabels(k, lbls)
+	if err != nil {
+		return Owner{}, fmt.Errorf("%w: %w", ErrMalformedOwner, err)
+	}
+	o := Owner{Name: lbls[k.Owner], Process: proc}
+	if o.Name == "" && !hasProc {
+		return o, fmt.Errorf("%w %q", ErrNoOwner, k.Owner)
+	}
+	return o, nil
+}
+
+// Judge is the default judgement of owners, from one snapshot of the
+// runtime: an owner with a Process by ProcessLiveness, any other by
+// whether snap knows a container by its Name (it exists, in any state).
+// As with Liveness, an owner missing from the result is undecided, with
+// err as the cause when it is non-nil.
+func Judge(ctx context.Context, owners []Owner, snap runtime.Snapshot) (map[Owner]bool, error) {
+	out := make(map[Owner]bool, len(owners))
+	var procs []Owner
+	for _, o := range owners {
+		if o.Process.IsZero() {
+			out[o] = snap.Exists(o.Name)
+		} else {
+			procs = append(procs, o)
+		}
+	}
+	if len(procs) == 0 {
+		return out, nil
+	}
+	verdicts, err := ProcessLiveness().Alive(ctx, procs)
+	for o, v := range verdicts {
+		out[o] = v
+	}
+	return out, err
+}
+
+// Verdict reads the verdict on o from what a Liveness (or Judge) returned:
+// whether o is alive, or, when there is no verdict on o, an error: err,
+// the call's own, or "no verdict".
+func Verdict(verdicts map[Owner]bool, err error, o Owner) (bool, error) {
+	alive, ok := verdicts[o]
+	switch {
+	case ok:
+		return alive, nil
+	case err != nil:
+		return false, err
+	default:
+		return false, errors.New("liveness gave no verdict")
+	}
+}
