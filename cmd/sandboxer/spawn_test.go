@@ -309,7 +309,8 @@ func TestLsFlagsAPortPublishedBeyondLoopback(t *testing.T) {
 }
 
 // TestOwnerIDRefusedBeforeAnyPullOnEveryRuntime: an owner id that one
-// runtime would refuse (containerd's identifier rule) is exit 2 on every
+// runtime would refuse (containerd's identifier rule, a Kubernetes pod
+// name's) is exit 2 on every
 // runtime, before anything is pulled (the image given does not exist) or
 // created.
 func TestOwnerIDRefusedBeforeAnyPullOnEveryRuntime(t *testing.T) {
@@ -317,7 +318,7 @@ func TestOwnerIDRefusedBeforeAnyPullOnEveryRuntime(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := newCLIOn(t, name)
 			tooLong := "a" + strings.Repeat("0", provision.Options{LabelPrefix: c.prefix}.MaxOwnerIDLength())
-			for _, id := range []string{"a..b", "a-", "x_-y", tooLong} {
+			for _, id := range []string{"a..b", "a-", "x_-y", "Agent1", "a_b", tooLong} {
 				r := c.sbx("--image", "redis=127.0.0.1:9/sandboxer/never-pulled:0", "up", "--owner", id, "-s", "redis")
 				assert.Equal(t, ExitUsage, r.code, r.stderr)
 				assert.Contains(t, lastLine(r.stderr), `invalid owner id "`+id+`"`)
