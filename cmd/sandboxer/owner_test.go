@@ -72,10 +72,14 @@ current-context: x
 	}
 	for _, rt := range []string{"docker", "podman", "kubernetes"} {
 		commands := map[string]func(id string) []string{
-			"up":    func(id string) []string { return []string{"--runtime", rt, "up", "--owner", id, "-s", "redis"} },
-			"spawn": func(id string) []string { return []string{"--runtime", rt, "spawn", "--owner", id, "--services-json", `["redis"]`} },
-			"run":   func(id string) []string { return []string{"--runtime", rt, "run", "--owner", id, "-s", "redis", "--", "true"} },
-			"down":  func(id string) []string { return []string{"--runtime", rt, "down", "--owner", id} },
+			"up": func(id string) []string { return []string{"--runtime", rt, "up", "--owner", id, "-s", "redis"} },
+			"spawn": func(id string) []string {
+				return []string{"--runtime", rt, "spawn", "--owner", id, "--services-json", `["redis"]`}
+			},
+			"run": func(id string) []string {
+				return []string{"--runtime", rt, "run", "--owner", id, "-s", "redis", "--", "true"}
+			},
+			"down": func(id string) []string { return []string{"--runtime", rt, "down", "--owner", id} },
 		}
 		for verb, args := range commands {
 			for _, id := range []string{"Agent1", "a_b", "agent-A"} {
