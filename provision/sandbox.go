@@ -29,6 +29,10 @@ type Sandbox struct {
 	// when Provision returned; empty otherwise, and on a runtime that
 	// cannot adopt (see Provisioner.Adopt).
 	AdoptedBy string `json:"adopted_by,omitempty"`
+
+	// call is the Provision call that made the sandboxes (its call
+	// label), for TeardownSandbox.
+	call string
 }
 
 // Container is one running sandbox.

@@ -236,13 +236,14 @@ func (w *envFileWriter) Abort() {
 	}
 }
 
-// unwritten tears an owner's new sandboxes down after their env or report
-// could not be written: nobody could read the credentials, so nothing may
-// be left behind. It returns the write error, with the teardown's if that
-// failed too.
+// unwritten tears the sandboxes this call made down after their env or
+// report could not be written: nobody could read the credentials, so
+// nothing of the call may be left behind. What earlier calls made for the
+// same owner (a live agent's) stays. It returns the write error, with the
+// teardown's if that failed too.
 func unwritten(ctx context.Context, p *provision.Provisioner, verb string, sb provision.Sandbox, werr error) error {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
-	_, terr := p.Teardown(tctx, sb.OwnerID)
+	_, terr := p.TeardownSandbox(tctx, sb)
 	return errors.Join(fmt.Errorf("%s %s: write env: %w (sandboxes torn down)", verb, sb.Owner, werr), terr)
 }
