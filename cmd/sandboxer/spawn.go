@@ -127,8 +127,16 @@ docker run is the same command either way.`,
 
 // spawn fills rep: the gate, then (when it is active) provisioning and the
 // env, and writes it. It returns the command's error, and then has
-// written nothing; the caller reports the failure.
-func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, servicesJSON, switchPrefix, network, envFile string) error {
+// written nothing, no env file included (one may have been committed
+// before the report could not be written: it is removed); the caller
+// reports the failure.
+func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, servicesJSON, switchPrefix, network, envFile string) (err error) {
+	var out *envFileWriter
+	defer func() {
+		if out != nil && err != nil {
+			out.Discard()
+		}
+	}()
 	if pf.owner == "" {
 		return usagef("--owner is required")
 	}
@@ -157,8 +165,7 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 	if why != "" {
 		rep.Status, rep.Reason = spawnNotParticipating, why
 		if envFile != "" {
-			out, err := newEnvFile(envFile)
-			if err != nil {
+			if out, err = newEnvFile(envFile); err != nil {
 				return err
 			}
 			defer out.Abort()
@@ -189,7 +196,6 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 	opts.Network = network
 	rep.Owner = opts.OwnerName(pf.owner)
 
-	var out *envFileWriter
 	if envFile != "" {
 		if out, err = newEnvFile(envFile); err != nil {
 			return err

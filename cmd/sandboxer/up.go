@@ -187,6 +187,8 @@ On failure nothing of this call is left running and the exit code says why
 type envFileWriter struct {
 	path string
 	tmp  *os.File
+	// committed: Commit moved the file into place.
+	committed bool
 }
 
 func newEnvFile(path string) (*envFileWriter, error) {
@@ -223,7 +225,7 @@ func (w *envFileWriter) Commit(data []byte) error {
 	if err := os.Rename(w.tmp.Name(), w.path); err != nil {
 		return err
 	}
-	w.tmp = nil
+	w.tmp, w.committed = nil, true
 	return nil
 }
 
@@ -233,6 +235,18 @@ func (w *envFileWriter) Abort() {
 		w.tmp.Close()
 		os.Remove(w.tmp.Name())
 		w.tmp = nil
+	}
+}
+
+// Discard undoes the writer for a command that failed after all: it
+// removes the temporary file, or the file Commit moved into place, so
+// that no env file is left for sandboxes that were torn down (or for a
+// report that says the call failed).
+func (w *envFileWriter) Discard() {
+	w.Abort()
+	if w.committed {
+		os.Remove(w.path)
+		w.committed = false
 	}
 }
 

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestCPUsFlagRefusesWhatIsNoNumberOfCores: --cpus NaN, ±Inf or an absurd
@@ -28,4 +31,28 @@ func TestCPUsFlagRefusesWhatIsNoNumberOfCores(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestEnvFileWriterDiscard: Discard removes the file Commit moved into
+// place, and never a file the writer did not write (an existing one,
+// before Commit), whatever Abort did first.
+func TestEnvFileWriterDiscard(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sandbox.env")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
+
+	w, err := newEnvFile(path)
+	require.NoError(t, err)
+	w.Abort()
+	w.Discard()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err, "not committed: the existing file stays")
+	assert.Equal(t, "old", string(data))
+
+	w, err = newEnvFile(path)
+	require.NoError(t, err)
+	require.NoError(t, w.Commit([]byte("K=v\n")))
+	w.Abort()
+	w.Discard()
+	assertNoFiles(t, dir)
 }
