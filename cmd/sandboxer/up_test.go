@@ -5,9 +5,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testkit"
+	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/provision"
 )
 
 // TestCPUsFlagRefusesWhatIsNoNumberOfCores: --cpus NaN, ±Inf or an absurd
@@ -55,4 +62,55 @@ func TestEnvFileWriterDiscard(t *testing.T) {
 	w.Abort()
 	w.Discard()
 	assertNoFiles(t, dir)
+}
+
+// TestTeardownAfterSuccessRemovesOnlyThisCall: an earlier `up --owner ID`
+// made a sandbox for a live agent; a later call for the same owner that
+// tears down after it succeeded (up whose output is unwritable, spawn
+// whose report is, run once CMD is done) removes its own sandbox and not
+// that one, on every runtime: the runtime's own CLI still lists it under
+// the owner, and a real client still logs in with the password handed out
+// first (a sandbox made anew would have another).
+func TestTeardownAfterSuccessRemovesOnlyThisCall(t *testing.T) {
+	for _, name := range testruntimes.Names {
+		t.Run(name, func(t *testing.T) {
+			c := newCLIOn(t, name, "postgres", "redis")
+			id := "t" + testkit.RandomHex(3)
+			owner := provision.Options{LabelPrefix: c.prefix}.OwnerName(id)
+			ownerKey := labels.For(c.prefix).Owner
+			env := parseDotenv(t, c.mustSbx("up", "--owner", id, "-s", "postgres").stdout)
+			url := env[engines.Default.URLName("postgres", "ROBOCO_TEST")]
+			require.NotEmpty(t, url)
+			kept := c.prefix + "-sandbox-pg-" + id
+			require.Equal(t, []string{kept}, c.own.LabelledNames(t, ownerKey, owner))
+
+			later := []struct {
+				name string
+				run  func(t *testing.T)
+			}{
+				{"UpWithUnwritableOutput", func(t *testing.T) {
+					code, stderr := c.withStdout(t, "/dev/full", nil, "up", "--owner", id, "-s", "redis")
+					assert.Equal(t, ExitFailure, code, stderr)
+					assert.Contains(t, stderr, "sandboxes torn down")
+				}},
+				{"SpawnWithUnwritableReport", func(t *testing.T) {
+					code, stderr := c.withStdout(t, "/dev/full", []string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, "spawn", "--owner", id, "--services-json", `["redis"]`)
+					assert.Equal(t, ExitFailure, code, stderr)
+					assert.Contains(t, stderr, "sandboxes torn down")
+				}},
+				{"RunOnceCMDIsDone", func(t *testing.T) {
+					r := c.mustSbx("run", "--owner", id, "-s", "redis", "--", "sh", "-c", `test -n "$ROBOCO_TEST_REDIS_URL"`)
+					assert.Empty(t, r.stdout)
+				}},
+			}
+			for _, l := range later {
+				t.Run(l.name, func(t *testing.T) {
+					l.run(t)
+					assert.Equal(t, []string{kept}, c.own.LabelledNames(t, ownerKey, owner), "the call's own sandbox is gone, the earlier one is there")
+					_, err := engines.Default.Login(testkit.Context(t, time.Minute), "postgres", url)
+					assert.NoError(t, err, "the earlier sandbox still serves with its own password")
+				})
+			}
+		})
+	}
 }
