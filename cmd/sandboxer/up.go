@@ -107,8 +107,9 @@ func (a *app) upCmd() *cobra.Command {
 		Use:   "up --owner ID --services LIST [--network NAME | --publish] [--format dotenv|shell|json] [--env-file PATH]",
 		Short: "Provision sandboxes for an owner and print their env",
 		Long: `Provision one sandbox per service for owner ID and print the env consumers
-read (dotenv by default; shell: export K='v' lines; json: owner, containers
-with names, ids and endpoints, and env).
+read (dotenv by default; shell: export K='v' lines; json: owner, adopted_by
+when the owner existed already and the runtime adopts (Kubernetes),
+containers with names, ids and endpoints, and env).
 
 The sandboxes are named <label-prefix>-sandbox-<engine>-ID and owned by the
 container <label-prefix>-agent-ID (--owner-template): the janitor removes

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,10 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
+	"github.com/roboco/sandboxer/runtime/kubernetes"
 )
 
 // TestCPUsFlagRefusesWhatIsNoNumberOfCores: --cpus NaN, ±Inf or an absurd
@@ -113,4 +120,86 @@ func TestTeardownAfterSuccessRemovesOnlyThisCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpAndSpawnReportAdoptedBy: on the Kubernetes row, where the runtime
+// removes a sandbox with its owner, `up -o json` and spawn's report say
+// adopted_by when the agent pod already existed (made here with kubectl,
+// as an orchestrator would), and kubectl shows that pod as each sandbox
+// pod's owner; without an agent pod there is no adopted_by, and no owner
+// reference.
+func TestUpAndSpawnReportAdoptedBy(t *testing.T) {
+	c := newCLIOn(t, kubernetes.Name, "redis")
+	kubeconfig := testenv.Kubeconfig(t)
+	ns := testenv.Getenv(testenv.EnvK8sNamespace)
+	if ns == "" {
+		ns = "default"
+	}
+	kubectl := func(t *testing.T, stdin string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		require.NoError(t, cmd.Run(), "kubectl %s: %s", strings.Join(args, " "), errb.String())
+		return strings.TrimSpace(out.String())
+	}
+	// The test cluster runs no scheduler: the sandboxes are bound to its
+	// one node; the agent pod need only exist.
+	c.env = append(c.env, kubernetes.EnvNode+"="+kubectl(t, "", "get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"))
+	opts := provision.Options{LabelPrefix: c.prefix}
+	agentPod := func(t *testing.T, id string) string {
+		name := opts.OwnerName(id)
+		kubectl(t, fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec: {containers: [{name: main, image: %s, command: [sleep, \"3600\"]}]}\n", name, testenv.Image(t, kubernetes.Name, "redis")), "create", "-f", "-")
+		t.Cleanup(func() { kubectl(t, "", "delete", "pod", name, "--ignore-not-found", "--wait=false") })
+		return name
+	}
+	ownerRefs := func(t *testing.T, pod string) string {
+		return kubectl(t, "", "get", "pod", pod, "-o", `jsonpath={range .metadata.ownerReferences[*]}{.kind}/{.name}{" "}{end}`)
+	}
+
+	t.Run("Up", func(t *testing.T) {
+		id := "ad" + testkit.RandomHex(3)
+		agent := agentPod(t, id)
+		r := c.mustSbx("up", "--owner", id, "-s", "redis", "--network", "pod", "-o", "json")
+		var out struct {
+			AdoptedBy  string `json:"adopted_by"`
+			Containers []struct {
+				Name string `json:"name"`
+			} `json:"containers"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+		assert.Equal(t, agent, out.AdoptedBy)
+		require.Len(t, out.Containers, 1)
+		assert.Equal(t, "Pod/"+agent, ownerRefs(t, out.Containers[0].Name), "kubectl shows the agent pod as the sandbox's owner")
+	})
+	t.Run("Spawn", func(t *testing.T) {
+		id := "ad" + testkit.RandomHex(3)
+		agent := agentPod(t, id)
+		r := c.runWith([]string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, c.args("spawn", "--owner", id, "--services-json", `["redis"]`, "--network", "pod")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var rep struct {
+			Status     string `json:"status"`
+			AdoptedBy  string `json:"adopted_by"`
+			Containers []struct {
+				Name string `json:"name"`
+			} `json:"containers"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+		assert.Equal(t, "provisioned", rep.Status)
+		assert.Equal(t, agent, rep.AdoptedBy)
+		require.Len(t, rep.Containers, 1)
+		assert.Equal(t, "Pod/"+agent, ownerRefs(t, rep.Containers[0].Name))
+	})
+	t.Run("NoAgentPodYet", func(t *testing.T) {
+		id := "ad" + testkit.RandomHex(3)
+		r := c.mustSbx("up", "--owner", id, "-s", "redis", "--network", "pod", "-o", "json")
+		assert.NotContains(t, r.stdout, `"adopted_by"`)
+		var out upJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+		require.Len(t, out.Containers, 1)
+		assert.Empty(t, ownerRefs(t, out.Containers[0].Name))
+	})
 }
