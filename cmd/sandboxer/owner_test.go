@@ -1,61 +1,27 @@
 package main
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// silentEndpoint listens on a loopback TCP port that accepts connections
-// and never answers (a runtime that is there but hung), and counts the
-// connections: a command that contacted it is seen.
-func silentEndpoint(t *testing.T) (addr string, contacts func() int32) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var n atomic.Int32
-	held := make(chan net.Conn, 64)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			select {
-			case held <- conn: // read nothing, answer nothing
-			default:
-				conn.Close()
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		close(held)
-		for c := range held {
-			c.Close()
-		}
-	})
-	return l.Addr().String(), n.Load
-}
+	"github.com/roboco/sandboxer/internal/testkit"
+)
 
 // TestOwnerIDRefusedBeforeAnyRuntimeContact: an owner id that one backend
 // would refuse (upper case or '_': a Kubernetes pod name cannot hold it) is
 // exit 2 with the rule, and no runtime is contacted, whichever runtime is
-// asked for: each one's endpoint is a port that counts connections. The
+// asked for: each one's endpoint is a port that accepts, never answers
+// and counts connections (testkit.HungCounting). The
 // same command with a valid id does contact it (and then gives up on its
 // ping: exit 3), so the count can see a contact.
 func TestOwnerIDRefusedBeforeAnyRuntimeContact(t *testing.T) {
-	addr, contacts := silentEndpoint(t)
+	url, contacts := testkit.HungCounting(t, "tcp")
+	addr := strings.TrimPrefix(url, "tcp://")
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
 kind: Config
