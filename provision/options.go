@@ -134,11 +134,12 @@ func (o Options) Validate() error {
 	if err := labels.ValidatePrefix(o.LabelPrefix); err != nil {
 		return &ValidationError{Field: "label prefix", Value: o.LabelPrefix, Reason: labels.PrefixRule, Err: err}
 	}
+	if err := runtime.ValidateCPUs(o.CPUs); err != nil {
+		return &ValidationError{Field: "cpus", Value: fmt.Sprint(o.CPUs), Reason: fmt.Sprintf("must be a positive number of cores, at most %d", runtime.MaxCPUs), Err: err}
+	}
 	switch {
 	case o.MemoryBytes < 0:
 		return invalid("memory", fmt.Sprint(o.MemoryBytes), "must be positive")
-	case o.CPUs < 0:
-		return invalid("cpus", fmt.Sprint(o.CPUs), "must be positive")
 	case o.PullTimeout < 0:
 		return invalid("pull timeout", o.PullTimeout.String(), "must be positive")
 	case o.CallTimeout < 0:

@@ -177,7 +177,7 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 		return Sandbox{}, err
 	}
 
-	sb := Sandbox{OwnerID: ownerID, Owner: c.owner}
+	sb := Sandbox{OwnerID: ownerID, Owner: c.owner, call: c.id}
 	for _, s := range svcs {
 		sb.Containers = append(sb.Containers, s.result)
 		sb.Env = append(sb.Env, s.engine.Env(p.opts.EnvPrefix, s.result.Endpoint, s.cred)...)

@@ -45,6 +45,8 @@ func TestValidation(t *testing.T) {
 		{"OwnerWithSlash", "a/b", []string{"postgres"}, []string{`"a/b"`}},
 		{"OwnerWithSpace", "a b", []string{"postgres"}, []string{`"a b"`}},
 		{"OwnerNonASCII", "agént", []string{"postgres"}, []string{`"agént"`}},
+		{"OwnerUpperCase", "Agent1", []string{"postgres"}, []string{`"Agent1"`, "lower-case"}},
+		{"OwnerUnderscore", "a_b", []string{"postgres"}, []string{`"a_b"`, "lower-case letters and digits, with single '.' or '-' between them"}},
 		{"NoServices", "42", nil, []string{"no service", "valid services: postgres, redis, mongo"}},
 		{"UnknownService", "42", []string{"postgres", "mysql"}, []string{`"mysql"`, "unknown service", "valid services: postgres, redis, mongo"}},
 		{"ServiceWrongCase", "42", []string{"Postgres"}, []string{`"Postgres"`, "valid services: postgres, redis, mongo"}},
@@ -70,7 +72,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestValidationAccepts(t *testing.T) {
-	for _, owner := range []string{"42", "a", "A-b_c.d", strings.Repeat("z", 55), "9abc"} {
+	for _, owner := range []string{"42", "a", "a-b.c.d", strings.Repeat("z", 55), "9abc"} {
 		_, err := provision.Validate(engines.Default, owner, []string{"mongo", "postgres"})
 		assert.NoError(t, err, owner)
 	}

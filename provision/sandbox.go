@@ -29,6 +29,10 @@ type Sandbox struct {
 	// when Provision returned; empty otherwise, and on a runtime that
 	// cannot adopt (see Provisioner.Adopt).
 	AdoptedBy string `json:"adopted_by,omitempty"`
+
+	// call is the Provision call that made the sandboxes (its call
+	// label), for TeardownSandbox.
+	call string
 }
 
 // Container is one running sandbox.
@@ -124,7 +128,8 @@ const (
 	FormatDotenv Format = "dotenv"
 	// FormatShell is `export KEY='value'` lines, safe for sh's eval.
 	FormatShell Format = "shell"
-	// FormatJSON is one object: owner, containers and env.
+	// FormatJSON is one object: owner, adopted_by (when set), containers
+	// and env.
 	FormatJSON Format = "json"
 )
 
@@ -152,9 +157,10 @@ func (s Sandbox) Render(w io.Writer, f Format) error {
 		out, err := json.MarshalIndent(struct {
 			OwnerID    string      `json:"owner_id"`
 			Owner      string      `json:"owner"`
+			AdoptedBy  string      `json:"adopted_by,omitempty"`
 			Containers []Container `json:"containers"`
 			Env        []jsonVar   `json:"env"`
-		}{s.OwnerID, s.Owner, containers, env}, "", "  ")
+		}{s.OwnerID, s.Owner, s.AdoptedBy, containers, env}, "", "  ")
 		if err != nil {
 			return fmt.Errorf("provision: render json: %w", err)
 		}

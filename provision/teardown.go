@@ -29,8 +29,36 @@ func (p *Provisioner) Teardown(ctx context.Context, ownerID string) ([]runtime.C
 		return nil, err
 	}
 	owner := p.opts.OwnerName(ownerID)
+	return p.teardown(ctx, owner, p.keys.OwnedBy(owner))
+}
+
+// TeardownSandbox removes the sandboxes of sb, which one Provision call
+// returned, and no other sandbox of its owner: what an earlier call made
+// for the same owner (an `up --owner 42` for a live agent) stays, and so
+// does a same-named sandbox a later call made in its place. It is how a
+// caller undoes its own provision once that has succeeded (the env could
+// not be handed out, the command it was made for is done). It lists by
+// the call label, as Provision's rollback does, and removes as Teardown
+// does: bounded calls that run to their end after ctx is cancelled,
+// idempotent, the removed sandboxes returned. A Sandbox that no Provision
+// returned has no call: ErrInvalid, nothing touched.
+func (p *Provisioner) TeardownSandbox(ctx context.Context, sb Sandbox) ([]runtime.Container, error) {
+	if err := p.opts.ValidateOwnerID(sb.OwnerID); err != nil {
+		return nil, err
+	}
+	owner := p.opts.OwnerName(sb.OwnerID)
+	if sb.call == "" {
+		return nil, invalid("sandbox", owner, "not returned by Provision: it names no call to tear down")
+	}
+	sel := p.keys.OwnedBy(owner)
+	sel[p.keys.Call] = sb.call
+	return p.teardown(ctx, owner, sel)
+}
+
+// teardown removes the sandboxes of owner that selector lists.
+func (p *Provisioner) teardown(ctx context.Context, owner string, selector map[string]string) ([]runtime.Container, error) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
-	list, err := p.rt.List(lctx, p.keys.OwnedBy(owner))
+	list, err := p.rt.List(lctx, selector)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("teardown %s: list: %w", owner, err)

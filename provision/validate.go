@@ -55,13 +55,14 @@ func ValidateServices(reg *engines.Registry, services []string) ([]engines.Engin
 // registry: every sandbox name derived from it (ContainerName, for every
 // engine, whichever services a call asks for, so that an id is valid or not
 // once and for all) must be a container name that every supported runtime
-// accepts (runtime.ValidateName: containerd's identifier rule, the
-// strictest). So an id one runtime would refuse is refused before anything
-// is pulled, on every runtime. The error matches ErrInvalid and says the
+// accepts (runtime.ValidateName: containerd's identifier rule and a
+// Kubernetes pod name's together, so no upper case and no '_'). So an id
+// one runtime would refuse is refused before anything is pulled or any
+// runtime contacted, on every runtime. The error matches ErrInvalid and says the
 // rule, with the longest id the prefix allows (MaxOwnerIDLength).
 func (o Options) ValidateOwnerID(id string) error {
 	o = o.withDefaults()
-	rule := fmt.Sprintf("want 1..%d letters and digits, with single '.', '_' or '-' between them (not first, last or twice in a row)", o.MaxOwnerIDLength())
+	rule := fmt.Sprintf("want 1..%d lower-case letters and digits, with single '.' or '-' between them (not first, last or twice in a row)", o.MaxOwnerIDLength())
 	for _, e := range o.Registry.All() {
 		name := ContainerName(o.LabelPrefix, e.Spec().Short, id)
 		if err := runtime.ValidateName(name); err != nil {

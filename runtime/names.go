@@ -7,16 +7,18 @@ import (
 
 // MaxNameLength is the longest container name every supported runtime
 // takes: containerd's identifiers stop at 76 characters (Docker and Podman
-// have no limit of their own that is shorter).
+// have no limit of their own that is shorter, a Kubernetes pod name 253).
 const MaxNameLength = 76
 
 // NameRule says which container names ValidateName accepts, for messages.
-const NameRule = "letters and digits, with single '.', '_' or '-' between them (not first, last or twice in a row), at most 76 characters (containerd's identifier rule, the strictest of the supported runtimes)"
+const NameRule = "lower-case letters and digits, with single '.' or '-' between them (not first, last or twice in a row), at most 76 characters (the strictest rule of the supported runtimes: containerd's identifiers and Kubernetes' pod names together)"
 
-// nameRE is containerd's identifier pattern (pkg/identifiers): Docker and
-// Podman accept every name it accepts ([a-zA-Z0-9][a-zA-Z0-9_.-]+), but
-// also "a..b" and "a-", which containerd refuses.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$`)
+// nameRE is what every supported runtime accepts as a container name:
+// containerd's identifier pattern (pkg/identifiers:
+// [A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*, which refuses "a..b" and "a-" that
+// Docker and Podman take) intersected with a Kubernetes pod name's (a
+// DNS-1123 subdomain: lower case, no '_').
+var nameRE = regexp.MustCompile(`^[a-z0-9]+(?:[.-][a-z0-9]+)*$`)
 
 // ValidateName reports whether name is a container name that every
 // supported runtime accepts (NameRule), so that a name one backend would

@@ -10,11 +10,13 @@ import (
 )
 
 func TestValidateName(t *testing.T) {
-	for _, ok := range []string{"a", "roboco-sandbox-pg-42", "A.b_c-d", "x" + strings.Repeat("0", runtime.MaxNameLength-1)} {
+	for _, ok := range []string{"a", "roboco-sandbox-pg-42", "a.b-c.d", "x" + strings.Repeat("0", runtime.MaxNameLength-1)} {
 		assert.NoError(t, runtime.ValidateName(ok), ok)
 	}
-	// Docker and Podman accept all but the first and the last; containerd none.
-	for _, bad := range []string{"a..b", "a-", "a_-b", "-a", "", "a b", "a/b", "agént", "x" + strings.Repeat("0", runtime.MaxNameLength)} {
+	// Docker and Podman accept all but "-a" and the last few; containerd
+	// takes "A" and "a_b", which a Kubernetes pod name refuses; none takes
+	// "a b" or "a/b".
+	for _, bad := range []string{"a..b", "a-", "a_-b", "-a", "A", "Agent-1", "a_b", "", "a b", "a/b", "agént", "x" + strings.Repeat("0", runtime.MaxNameLength)} {
 		assert.ErrorIs(t, runtime.ValidateName(bad), runtime.ErrInvalid, bad)
 	}
 }

@@ -1,9 +1,12 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -16,8 +19,11 @@ import (
 //
 // The rules, each failure matching ErrInvalid:
 //   - an image is given;
-//   - memory, CPUs and pids are not negative (0: no limit);
-//   - every tmpfs path is absolute;
+//   - memory, CPUs and pids are not negative (0: no limit), and CPUs is a
+//     number of cores a Linux host can have (ValidateCPUs: not NaN, not
+//     infinite, at most MaxCPUs);
+//   - every tmpfs path is absolute, and a "size=" among its options is a
+//     positive size that fits in an int64 (ParseSize);
 //   - every ulimit names a Linux rlimit (UlimitNames; "RLIMIT_NOFILE" and
 //     "NOFILE" are made "nofile"), appears once, and its soft limit does
 //     not exceed its hard one (-1 is unlimited);
@@ -32,12 +38,22 @@ func (s RunSpec) Normalize() (RunSpec, error) {
 	if s.Image == "" {
 		return s, invalidf("no image given")
 	}
-	if s.MemoryBytes < 0 || s.CPUs < 0 || s.PidsLimit < 0 {
-		return s, invalidf("negative limit (memory %d, cpus %g, pids %d)", s.MemoryBytes, s.CPUs, s.PidsLimit)
+	if s.MemoryBytes < 0 || s.PidsLimit < 0 {
+		return s, invalidf("negative limit (memory %d, pids %d)", s.MemoryBytes, s.PidsLimit)
 	}
-	for path := range s.Tmpfs {
+	if err := ValidateCPUs(s.CPUs); err != nil {
+		return s, err
+	}
+	for path, opts := range s.Tmpfs {
 		if !strings.HasPrefix(path, "/") {
 			return s, invalidf("tmpfs path %q is not absolute", path)
+		}
+		for _, o := range strings.Split(opts, ",") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(o), "size="); ok {
+				if _, err := ParseSize(v); err != nil {
+					return s, fmt.Errorf("tmpfs %s: %w", path, err)
+				}
+			}
 		}
 	}
 	if s.Ulimits != nil {
@@ -64,6 +80,70 @@ func (s RunSpec) Normalize() (RunSpec, error) {
 		s.Ports = ports
 	}
 	return s, nil
+}
+
+// MaxCPUs is the largest CPU quota the port takes, in cores: Linux's
+// largest CONFIG_NR_CPUS. More is a mistake (a stray exponent), and far
+// more overflows the integer quotas the backends compute from it
+// (nanocores, microseconds per period, millicores).
+const MaxCPUs = 8192
+
+// ValidateCPUs checks a CPU quota in cores as RunSpec.Normalize does: 0 is
+// no limit; NaN, an infinity, a negative number or more than MaxCPUs is an
+// error matching ErrInvalid (a NaN or an infinity would pass every
+// comparison but the one that refuses it, and become MinInt64 quotas).
+func ValidateCPUs(cpus float64) error {
+	switch {
+	case math.IsNaN(cpus) || math.IsInf(cpus, 0):
+		return invalidf("cpus %g: not a number of cores", cpus)
+	case cpus < 0:
+		return invalidf("negative limit: cpus %g", cpus)
+	case cpus > MaxCPUs:
+		return invalidf("cpus %g: more than %d cores", cpus, MaxCPUs)
+	}
+	return nil
+}
+
+// ParseSize reads a tmpfs size as mount(8) and Docker write it, in the
+// forms every backend takes: bytes, or k, m, g (any case) for KiB, MiB,
+// GiB ("16m", "512K", "4096"). A size that is empty, not positive, in
+// another form (a percentage, a fraction, "16mb") or too large for an
+// int64 is an error matching ErrInvalid.
+func ParseSize(v string) (int64, error) {
+	mult := int64(1)
+	digits := v
+	if n := len(v); n > 0 {
+		switch v[n-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		}
+		if mult != 1 {
+			digits = v[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange), err == nil && n > math.MaxInt64/mult:
+		return 0, invalidf("size %q does not fit in 64 bits", v)
+	case err != nil || n <= 0 || !isDigits(digits):
+		return 0, invalidf("size %q is not a positive size (bytes, or k, m, g)", v)
+	}
+	return n * mult, nil
+}
+
+// isDigits reports whether s is ASCII digits only (ParseInt also takes a
+// sign).
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // UlimitNames are the rlimits a Ulimit may name, as ulimit(1) and Docker

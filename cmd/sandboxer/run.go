@@ -81,7 +81,7 @@ starting CMD. Under nohup, SIGHUP stays ignored.`,
 			status, runErr := a.runChild(path, args, sb.Environ())
 			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 			defer cancel()
-			removed, terr := p.Teardown(tctx, owner)
+			removed, terr := p.TeardownSandbox(tctx, sb) // only this call's: an --owner may have others
 			a.log.Debug("run: torn down", "owner", sb.Owner, "removed", len(removed))
 			switch {
 			case runErr != nil:

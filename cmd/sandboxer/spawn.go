@@ -38,7 +38,11 @@ type spawnReport struct {
 	OwnerID  string   `json:"owner_id"`
 	// Owner is the owner container's name, which the agent's container
 	// must carry (--owner-template).
-	Owner      string                `json:"owner,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// AdoptedBy is the owner whose deletion makes the runtime itself
+	// remove the sandboxes (provision.Sandbox.AdoptedBy): set when the
+	// owner existed already and the runtime adopts (Kubernetes).
+	AdoptedBy  string                `json:"adopted_by,omitempty"`
 	Containers []provision.Container `json:"containers"`
 	// EnvFile is where the env was written (--env-file; an empty file when
 	// not participating); Env is the env itself when there is no file.
@@ -84,6 +88,7 @@ stdout carries one JSON object whatever the outcome:
   {"status": "provisioned" | "not_participating" | "failed",
    "reason": "switch_off" | "no_services"   (not_participating),
    "switch", "enabled", "services", "owner_id", "owner",
+   "adopted_by"   (when the owner existed and the runtime adopts: Kubernetes),
    "containers": [{"name", "id", "engine", "image", "endpoint": {"host", "port"}}],
    "env_file" (with --env-file) or "env": [{"name", "value"}] (without),
    "error": {"message", "exit_code"}         (failed)}
@@ -107,7 +112,7 @@ docker run is the same command either way.`,
 			rep := spawnReport{OwnerID: pf.owner, Containers: []provision.Container{}}
 			err := a.spawn(cmd.Context(), &rep, &pf, servicesJSON, switchPrefix, network, envFile)
 			if err != nil {
-				rep.Status, rep.Reason, rep.Containers, rep.Env, rep.EnvFile = spawnFailed, "", []provision.Container{}, nil, ""
+				rep.Status, rep.Reason, rep.AdoptedBy, rep.Containers, rep.Env, rep.EnvFile = spawnFailed, "", "", []provision.Container{}, nil, ""
 				rep.Error = &spawnError{Message: oneLine(err.Error()), ExitCode: exitCode(err, a.sigs.signal())}
 				_ = writeJSON(a.io.Out, rep) // the error is what counts
 			}
@@ -127,8 +132,16 @@ docker run is the same command either way.`,
 
 // spawn fills rep: the gate, then (when it is active) provisioning and the
 // env, and writes it. It returns the command's error, and then has
-// written nothing; the caller reports the failure.
-func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, servicesJSON, switchPrefix, network, envFile string) error {
+// written nothing, no env file included (one may have been committed
+// before the report could not be written: it is removed); the caller
+// reports the failure.
+func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, servicesJSON, switchPrefix, network, envFile string) (err error) {
+	var out *envFileWriter
+	defer func() {
+		if out != nil && err != nil {
+			out.Discard()
+		}
+	}()
 	if pf.owner == "" {
 		return usagef("--owner is required")
 	}
@@ -157,8 +170,7 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 	if why != "" {
 		rep.Status, rep.Reason = spawnNotParticipating, why
 		if envFile != "" {
-			out, err := newEnvFile(envFile)
-			if err != nil {
+			if out, err = newEnvFile(envFile); err != nil {
 				return err
 			}
 			defer out.Abort()
@@ -189,7 +201,6 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 	opts.Network = network
 	rep.Owner = opts.OwnerName(pf.owner)
 
-	var out *envFileWriter
 	if envFile != "" {
 		if out, err = newEnvFile(envFile); err != nil {
 			return err
@@ -221,7 +232,7 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 			rep.Env = append(rep.Env, jsonVar{Name: v.Name, Value: v.Value})
 		}
 	}
-	rep.Status, rep.Containers = spawnProvisioned, sb.Containers
+	rep.Status, rep.Containers, rep.AdoptedBy = spawnProvisioned, sb.Containers, sb.AdoptedBy
 	if werr == nil {
 		werr = writeJSON(a.io.Out, rep)
 	}

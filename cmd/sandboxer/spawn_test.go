@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -309,7 +310,8 @@ func TestLsFlagsAPortPublishedBeyondLoopback(t *testing.T) {
 }
 
 // TestOwnerIDRefusedBeforeAnyPullOnEveryRuntime: an owner id that one
-// runtime would refuse (containerd's identifier rule) is exit 2 on every
+// runtime would refuse (containerd's identifier rule, a Kubernetes pod
+// name's) is exit 2 on every
 // runtime, before anything is pulled (the image given does not exist) or
 // created.
 func TestOwnerIDRefusedBeforeAnyPullOnEveryRuntime(t *testing.T) {
@@ -317,7 +319,7 @@ func TestOwnerIDRefusedBeforeAnyPullOnEveryRuntime(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := newCLIOn(t, name)
 			tooLong := "a" + strings.Repeat("0", provision.Options{LabelPrefix: c.prefix}.MaxOwnerIDLength())
-			for _, id := range []string{"a..b", "a-", "x_-y", tooLong} {
+			for _, id := range []string{"a..b", "a-", "x_-y", "Agent1", "a_b", tooLong} {
 				r := c.sbx("--image", "redis=127.0.0.1:9/sandboxer/never-pulled:0", "up", "--owner", id, "-s", "redis")
 				assert.Equal(t, ExitUsage, r.code, r.stderr)
 				assert.Contains(t, lastLine(r.stderr), `invalid owner id "`+id+`"`)
@@ -390,4 +392,74 @@ func TestUnwritableStdoutTearsDown(t *testing.T) {
 			assert.Empty(t, c.containers(), "nothing left behind")
 		})
 	}
+}
+
+// failingWriter fails every write, as stdout on a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestSpawnWithUnwritableReportLeavesNoEnvFile: the README promises no env
+// file when spawn fails, and a spawn whose report cannot be written has
+// failed, though its env file was complete: provisioned (on a real
+// runtime, stdout /dev/full) or not participating (no runtime contacted),
+// it exits 1 and leaves neither the file nor a temporary beside it, nor a
+// sandbox.
+func TestSpawnWithUnwritableReportLeavesNoEnvFile(t *testing.T) {
+	t.Run("NotParticipating", func(t *testing.T) {
+		dir := t.TempDir()
+		envFile := filepath.Join(dir, "sandbox.env")
+		var errb bytes.Buffer
+		code := Main(context.Background(), []string{"spawn", "--owner", "1", "--services-json", `["redis"]`, "--env-file", envFile},
+			Stdio{In: strings.NewReader(""), Out: failingWriter{}, Err: &errb}, hermetic(nil), nil)
+		assert.Equal(t, ExitFailure, code, errb.String())
+		assert.Contains(t, errb.String(), "write report")
+		assertNoFiles(t, dir)
+	})
+	t.Run("Provisioned", func(t *testing.T) {
+		c := newCLI(t, "redis")
+		dir := t.TempDir()
+		envFile := filepath.Join(dir, "sandbox.env")
+		code, stderr := c.withStdout(t, "/dev/full", []string{"ROBOCO_SANDBOX_DB_ENABLED=1"},
+			"spawn", "--owner", "full3", "--services-json", `["redis"]`, "--env-file", envFile)
+		assert.Equal(t, ExitFailure, code, stderr)
+		assert.Contains(t, stderr, "sandboxes torn down")
+		assertNoFiles(t, dir)
+		assert.Empty(t, c.containers(), "nothing left behind")
+	})
+}
+
+// assertNoFiles asserts that dir is empty.
+func assertNoFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Empty(t, names, "no env file, no temporary")
+}
+
+// withStdout runs sandboxer with the test's global flags and env added,
+// its stdout on the file at path (opened for writing), and returns its
+// exit code and stderr.
+func (c *cli) withStdout(t *testing.T, path string, env []string, args ...string) (int, string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, c.args(args...)...)
+	cmd.Env = append(cmd.Env, env...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	err = cmd.Run()
+	if err == nil {
+		return 0, stderr.String()
+	}
+	var xe *exec.ExitError
+	require.ErrorAs(t, err, &xe, "stderr: %s", stderr.String())
+	return xe.ExitCode(), stderr.String()
 }

@@ -107,8 +107,9 @@ func (a *app) upCmd() *cobra.Command {
 		Use:   "up --owner ID --services LIST [--network NAME | --publish] [--format dotenv|shell|json] [--env-file PATH]",
 		Short: "Provision sandboxes for an owner and print their env",
 		Long: `Provision one sandbox per service for owner ID and print the env consumers
-read (dotenv by default; shell: export K='v' lines; json: owner, containers
-with names, ids and endpoints, and env).
+read (dotenv by default; shell: export K='v' lines; json: owner, adopted_by
+when the owner existed already and the runtime adopts (Kubernetes),
+containers with names, ids and endpoints, and env).
 
 The sandboxes are named <label-prefix>-sandbox-<engine>-ID and owned by the
 container <label-prefix>-agent-ID (--owner-template): the janitor removes
@@ -187,6 +188,8 @@ On failure nothing of this call is left running and the exit code says why
 type envFileWriter struct {
 	path string
 	tmp  *os.File
+	// committed: Commit moved the file into place.
+	committed bool
 }
 
 func newEnvFile(path string) (*envFileWriter, error) {
@@ -223,7 +226,7 @@ func (w *envFileWriter) Commit(data []byte) error {
 	if err := os.Rename(w.tmp.Name(), w.path); err != nil {
 		return err
 	}
-	w.tmp = nil
+	w.tmp, w.committed = nil, true
 	return nil
 }
 
@@ -236,13 +239,26 @@ func (w *envFileWriter) Abort() {
 	}
 }
 
-// unwritten tears an owner's new sandboxes down after their env or report
-// could not be written: nobody could read the credentials, so nothing may
-// be left behind. It returns the write error, with the teardown's if that
-// failed too.
+// Discard undoes the writer for a command that failed after all: it
+// removes the temporary file, or the file Commit moved into place, so
+// that no env file is left for sandboxes that were torn down (or for a
+// report that says the call failed).
+func (w *envFileWriter) Discard() {
+	w.Abort()
+	if w.committed {
+		os.Remove(w.path)
+		w.committed = false
+	}
+}
+
+// unwritten tears the sandboxes this call made down after their env or
+// report could not be written: nobody could read the credentials, so
+// nothing of the call may be left behind. What earlier calls made for the
+// same owner (a live agent's) stays. It returns the write error, with the
+// teardown's if that failed too.
 func unwritten(ctx context.Context, p *provision.Provisioner, verb string, sb provision.Sandbox, werr error) error {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
-	_, terr := p.Teardown(tctx, sb.OwnerID)
+	_, terr := p.TeardownSandbox(tctx, sb)
 	return errors.Join(fmt.Errorf("%s %s: write env: %w (sandboxes torn down)", verb, sb.Owner, werr), terr)
 }

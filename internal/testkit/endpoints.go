@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,8 +61,17 @@ func NotFound(t testing.TB, network string) string {
 // as NotFound, until the test ends. It returns the address as a URL.
 func Hung(t testing.TB, network string) string {
 	t.Helper()
+	url, _ := HungCounting(t, network)
+	return url
+}
+
+// HungCounting is Hung, and also returns how many connections it has
+// accepted so far: a test that something was not contacted reads it.
+func HungCounting(t testing.TB, network string) (url string, accepted func() int) {
+	t.Helper()
 	l := listen(t, network, "hung.sock")
 	done := make(chan struct{})
+	var mu sync.Mutex
 	var conns []net.Conn
 	go func() {
 		defer close(done)
@@ -70,7 +80,9 @@ func Hung(t testing.TB, network string) string {
 			if err != nil {
 				return
 			}
+			mu.Lock()
 			conns = append(conns, c)
+			mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() {
@@ -80,7 +92,11 @@ func Hung(t testing.TB, network string) string {
 			_ = c.Close()
 		}
 	})
-	return network + "://" + l.Addr().String()
+	return network + "://" + l.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
 }
 
 // listen listens on a loopback port, or on a socket named sock in

@@ -170,7 +170,7 @@ func tmpfsSize(opts string) (int64, error) {
 		switch v, ok := strings.CutPrefix(o, "size="); {
 		case o == "" || o == "rw":
 		case ok:
-			n, err := parseSize(v)
+			n, err := runtime.ParseSize(v) // the port's rule: Normalize has checked it
 			if err != nil {
 				return 0, err
 			}
@@ -180,29 +180,6 @@ func tmpfsSize(opts string) (int64, error) {
 		}
 	}
 	return size, nil
-}
-
-// parseSize reads a tmpfs size as mount(8) and Docker write it: bytes,
-// or k, m, g (any case) for KiB, MiB, GiB.
-func parseSize(v string) (int64, error) {
-	mult := int64(1)
-	switch strings.ToLower(v[len(v)-min(len(v), 1):]) {
-	case "k":
-		mult = 1 << 10
-	case "m":
-		mult = 1 << 20
-	case "g":
-		mult = 1 << 30
-	}
-	digits := v
-	if mult != 1 {
-		digits = v[:len(v)-1]
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("size %q is not a positive size (bytes, or k, m, g)", v)
-	}
-	return n * mult, nil
 }
 
 // buildPod is the pod of spec (checked by checkSpec). created holds it

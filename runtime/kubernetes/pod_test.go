@@ -104,6 +104,7 @@ func TestTmpfsSize(t *testing.T) {
 		{"ro", 0, true},
 		{"size=", 0, true},
 		{"size=-1m", 0, true},
+		{"size=9007199254740992k", 0, true}, // 2^63 bytes: overflowed to a negative size, and no sizeLimit
 	}
 	for _, tc := range cases {
 		t.Run(tc.opts, func(t *testing.T) {
