@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -385,13 +387,20 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 		}},
 		{name: "a new container of the same name, while a reconcile is under way", reconcile: func(t *testing.T, ctx context.Context, name, network string) {
 			// Run's own reconcile finds the leases locked and leaves it
-			// to the holder: the new container's join must undo the old
-			// lease itself.
-			unlock, err := lockDir(r.leasesDir(), true)
+			// to the holder, and the join waits for the lock; the holder
+			// lets go having done nothing, so the new container's join
+			// must undo the old lease itself.
+			unlock, err := lockDir(ctx, r.leasesDir(), true)
 			require.NoError(t, err)
+			unlockOnce := sync.OnceFunc(unlock)
+			defer unlockOnce()
+			setHook(t, &testHookLockWait, func(dir string) {
+				if dir == r.leasesDir() {
+					unlockOnce()
+				}
+			})
 			_, err = r.Run(ctx, runtime.RunSpec{Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: network,
 				Ports: []runtime.PortSpec{{ContainerPort: 8080}}, Labels: map[string]string{testLabel: "1"}})
-			unlock()
 			require.NoError(t, err, "the name runs again")
 			require.NoError(t, r.Remove(ctx, name))
 		}},
@@ -426,4 +435,117 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
 		})
 	}
+}
+
+// setHook sets one of the adapter's test hooks until the test ends.
+func setHook[F any](t *testing.T, hook *F, f F) {
+	t.Helper()
+	*hook = f
+	t.Cleanup(func() { var zero F; *hook = zero })
+}
+
+// TestReconcileDuringAJoinLeavesTheNewContainer: a reconcile that found
+// the container of a leftover lease gone (an older container of the name,
+// whose DEL failed) and then goes on while a newer container of that name
+// joins the network undoes the older container's state only: the newer
+// one keeps its address (in its network namespace and in host-local's
+// allocations) and its published port, which answers through the host's
+// DNAT rules; once removed, nothing of either is left. The reconcile is
+// held (a test hook) just after it found the container gone, while the
+// newer container runs, and let go as soon as the join waits for the
+// leases lock, or else once the join is done and not yet recorded: the
+// window in which a reconcile that does not share the join's lock reads
+// the new lease and DELs the new container's network.
+func TestReconcileDuringAJoinLeavesTheNewContainer(t *testing.T) {
+	r := newTestRuntime(t)
+	broken := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", testkit.CNIFailOn("DEL"))))
+	busybox := testenv.Image(t, Name, "busybox")
+	ctx := testContext(t)
+	def := testNetwork(t, r)
+	name := "sbx-test-" + randHex(4)
+	t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
+	before := footprintOf(t, r, def, name)
+	require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+	spec := runtime.RunSpec{
+		Name: name, Image: busybox, Network: def.Name,
+		Command: []string{"sh", "-c", "mkdir -p /tmp/www && echo " + name + " > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"},
+		Ports:   []runtime.PortSpec{{ContainerPort: 8080}},
+		Labels:  map[string]string{testLabel: "1"},
+	}
+
+	// The older container of the name: its removal's DEL fails, and
+	// leaves a lease.
+	_, err := r.Run(ctx, spec)
+	require.NoError(t, err)
+	require.NoError(t, broken.Remove(ctx, name))
+	require.FileExists(t, r.leaseFile(r.namespace, name), "control: the failed DEL left a lease")
+
+	// A reconcile finds that container gone, and is held there.
+	orphaned, resume, reconciled := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	resumeOnce := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(resumeOnce)
+	setHook(t, &testHookLeaseOrphaned, func(_, id string) {
+		if id == name {
+			close(orphaned)
+			<-resume
+		}
+	})
+	var rerr error
+	go func() { defer close(reconciled); rerr = r.Reconcile(ctx) }()
+	select {
+	case <-orphaned:
+	case <-ctx.Done():
+		t.Fatal("the reconcile never reached the lease")
+	}
+
+	// The newer container of the name runs meanwhile.
+	setHook(t, &testHookLockWait, func(dir string) {
+		if dir == r.leasesDir() {
+			resumeOnce() // the join waits for the reconcile
+		}
+	})
+	setHook(t, &testHookAttached, func(id string) {
+		if id == name {
+			resumeOnce() // joined, not recorded: the reconcile goes on now
+			<-reconciled
+		}
+	})
+	c, err := r.Run(ctx, spec)
+	require.NoError(t, err, "the newer container runs")
+	select {
+	case <-reconciled:
+	case <-ctx.Done():
+		t.Fatal("the reconcile did not end")
+	}
+	require.NoError(t, rerr, "the reconcile")
+
+	addr := c.Networks[def.Name]
+	require.NotEmpty(t, addr, "an address on the network")
+	require.Len(t, c.Ports, 1)
+	pid := taskPid(t, r, name)
+	out, err := exec.CommandContext(ctx, "nsenter", "-t", pid, "-n", "ip", "-4", "-o", "addr", "show", "dev", "eth0").CombinedOutput()
+	require.NoError(t, err, "nsenter: %s", out)
+	assert.Contains(t, string(out), " "+addr+"/", "eth0 in the container's network namespace has its address")
+	assert.Contains(t, reservedIPs(t, r, def.Name), addr, "host-local still holds the newer container's address")
+	assert.Equal(t, name+"\n", answers(t, c.Ports[0].HostPort), "the published port reaches the newer container")
+	assert.NoFileExists(t, r.leaseFile(r.namespace, name), "the join is recorded: no lease")
+
+	require.NoError(t, r.Remove(ctx, name))
+	assert.Equal(t, before, footprintOf(t, r, def, name), "neither container left network state")
+}
+
+// taskPid is the pid of a container's task, as ctr lists it.
+func taskPid(t *testing.T, r *Runtime, name string) string {
+	t.Helper()
+	lines, err := testkit.CLILines(testContext(t), "ctr", "--address", r.address, "-n", r.namespace, "task", "ls")
+	require.NoError(t, err)
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == name {
+			_, err := strconv.Atoi(f[1])
+			require.NoError(t, err, "ctr task ls: %q", l)
+			return f[1]
+		}
+	}
+	t.Fatalf("ctr task ls has no task %s: %q", name, lines)
+	return ""
 }
