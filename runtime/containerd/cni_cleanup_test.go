@@ -112,6 +112,20 @@ func testNetwork(t *testing.T, r *Runtime) *networkDef {
 	return def
 }
 
+// freshContainer makes a network of the test's own and picks a container
+// name, which is removed (through r) if it exists when the test ends: a
+// pair with no footprint yet, which the test checks and returns as the
+// state to come back to.
+func freshContainer(t *testing.T, r *Runtime) (*networkDef, string, footprint) {
+	t.Helper()
+	def := testNetwork(t, r)
+	name := "sbx-test-" + randHex(4)
+	t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
+	before := footprintOf(t, r, def, name)
+	require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+	return def, name, before
+}
+
 // TestFailedNetworkJoinLeavesNothing: a CNI ADD that fails part-way (the
 // bridge plugin made the veth and took an address, then portmap or firewall
 // failed, or the run's context ended while firewall ran) is undone before
@@ -141,10 +155,7 @@ func TestFailedNetworkJoinLeavesNothing(t *testing.T) {
 				script = fmt.Sprintf(`if [ "$CNI_COMMAND" = ADD ]; then touch %[1]s/started; i=0; while [ ! -e %[1]s/go ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; fi`, signals)
 			}
 			r := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, tc.plugin, script)))
-			def := testNetwork(t, r)
-			name := "sbx-test-" + randHex(4)
-			before := footprintOf(t, r, def, name)
-			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+			def, name, before := freshContainer(t, r)
 
 			ctx, cancel := context.WithCancel(testContext(t))
 			defer cancel()
@@ -210,10 +221,7 @@ func TestNetworkJoinRetriesALostChainRace(t *testing.T) {
 			state := t.TempDir()
 			script := fmt.Sprintf(`if [ "$CNI_COMMAND" = ADD ] && [ "$(ls %[1]s | wc -l)" -lt %[2]d ]; then mktemp -p %[1]s >/dev/null; echo '{"cniVersion":"1.0.0","code":999,"msg":"%[3]s"}'; exit 1; fi`, state, tc.losses, chainRaceMsg)
 			r := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", script)))
-			def := testNetwork(t, r)
-			name := "sbx-test-" + randHex(4)
-			before := footprintOf(t, r, def, name)
-			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+			def, name, before := freshContainer(t, r)
 
 			ctx := testContext(t)
 			c, err := r.Run(ctx, runtime.RunSpec{
@@ -341,11 +349,7 @@ func TestCrashAfterJoinIsReconciled(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			def := testNetwork(t, r)
-			name := "sbx-test-" + randHex(4)
-			t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
-			before := footprintOf(t, r, def, name)
-			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+			def, name, before := freshContainer(t, r)
 
 			runCrashChild(t, r, def, name)
 			tc.after(t, name)
@@ -408,11 +412,7 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
-			def := testNetwork(t, r)
-			name := "sbx-test-" + randHex(4)
-			t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
-			before := footprintOf(t, r, def, name)
-			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+			def, name, before := freshContainer(t, r)
 
 			_, err := r.Run(ctx, runtime.RunSpec{
 				Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: def.Name,
@@ -461,11 +461,7 @@ func TestReconcileDuringAJoinLeavesTheNewContainer(t *testing.T) {
 	broken := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", testkit.CNIFailOn("DEL"))))
 	busybox := testenv.Image(t, Name, "busybox")
 	ctx := testContext(t)
-	def := testNetwork(t, r)
-	name := "sbx-test-" + randHex(4)
-	t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
-	before := footprintOf(t, r, def, name)
-	require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+	def, name, before := freshContainer(t, r)
 	spec := runtime.RunSpec{
 		Name: name, Image: busybox, Network: def.Name,
 		Command: []string{"sh", "-c", "mkdir -p /tmp/www && echo " + name + " > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"},
