@@ -385,9 +385,13 @@ func (a *postgresAlloc) pool(tpl *template, c clone) {
 	if a.ctx.Err() != nil {
 		return // closing: nobody waits any more
 	}
-	tpl.backoff = min(max(2*tpl.backoff, minRetry), maxRetry)
-	tpl.retryAt = time.Now().Add(tpl.backoff)
-	time.AfterFunc(tpl.backoff, a.signal)
+	if now := time.Now(); !now.Before(tpl.retryAt) {
+		// Once per round: the other clones in flight that fail too
+		// belong to this round, and do not double the delay again.
+		tpl.backoff = min(max(2*tpl.backoff, minRetry), maxRetry)
+		tpl.retryAt = now.Add(tpl.backoff)
+		time.AfterFunc(tpl.backoff, a.signal)
+	}
 	close(tpl.failed)
 	tpl.failed = make(chan struct{})
 	slog.Warn("sandboxtest: a pool clone failed; trying again", "template", tpl.name, "retry_in", tpl.backoff, "err", c.err)
