@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -290,19 +291,152 @@ func TestSandboxesAreConfined(t *testing.T) {
 		})
 
 		t.Run("SiblingModePublishesNothing", func(t *testing.T) {
+			info, err := b.RT.Version(ctx)
+			require.NoError(t, err)
+			// Control: a host-mode sandbox of the same engine, which the
+			// same looks must see published, or they prove nothing.
+			hp := e.Provisioner(nil)
+			hsb, err := hp.Provision(ctx, "published", []string{"redis"})
+			require.NoError(t, err)
+			for _, c := range hsb.Containers {
+				pub := publicationOf(t, ctx, b, info.Rootless, c.ID)
+				assert.NotEmpty(t, pub, "control: the looks from outside see host mode's published port of %s", c.Name)
+				t.Logf("control: %s is published: %q", c.Name, pub)
+			}
+			_, err = hp.Teardown(ctx, "published")
+			require.NoError(t, err)
+
 			network := e.Network(ctx)
 			p := e.Provisioner(func(o *provision.Options) { o.Network = network })
 			sb, err := p.Provision(ctx, "sibling", []string{"redis"})
 			require.NoError(t, err)
 			for _, c := range sb.Containers {
-				ctr, err := b.RT.Inspect(ctx, c.ID)
+				assert.Empty(t, publicationOf(t, ctx, b, info.Rootless, c.ID), "%s publishes nothing", c.Name)
+				h, err := hardeningOf(ctx, b, c.ID)
 				require.NoError(t, err)
-				assert.Empty(t, ctr.Ports, "%s publishes nothing", c.Name)
-				assert.False(t, ctr.Privileged)
-				assert.Equal(t, ctr.Networks[network], c.Endpoint.Host, "the env hands out the sibling address")
+				assert.False(t, h.Privileged)
+				assert.Contains(t, ownAddresses(t, ctx, b, c.ID), c.Endpoint.Host, "the env hands out the sibling's address")
 			}
 			_, err = p.Teardown(ctx, "sibling")
 			require.NoError(t, err)
 		})
 	})
+}
+
+// publicationOf is what, seen from outside the adapter, publishes a port
+// of container id on the host: the port bindings the runtime's own CLI
+// reports (`docker/podman port`, and the bindings asked for in `inspect`'s
+// HostConfig; ctr has no notion of ports: CNI's portmap publishes them
+// with DNAT rules alone), the DNAT rules of the host's nat table that
+// forward to one of the container's addresses (rootful: a rootless
+// runtime's rules are in a namespace of its own), and the host's sockets
+// that listen on a port the CLI reports. Empty when nothing publishes it.
+func publicationOf(t *testing.T, ctx context.Context, b testruntimes.Runtime, rootless bool, id string) []string {
+	t.Helper()
+	var out []string
+	var hostPorts []int
+	if b.RT.Name() != containerd.Name {
+		for _, line := range strings.Split(strings.TrimSpace(string(b.Own(t, ctx, "port", id))), "\n") {
+			if line == "" {
+				continue
+			}
+			out = append(out, "port: "+line)
+			// "6379/tcp -> 127.0.0.1:61234"
+			if _, hp, ok := strings.Cut(line, " -> "); ok {
+				if _, port, err := net.SplitHostPort(hp); err == nil {
+					n, err := strconv.Atoi(port)
+					require.NoError(t, err, "port: %q", line)
+					hostPorts = append(hostPorts, n)
+				}
+			}
+		}
+		var inspect []struct {
+			HostConfig struct {
+				PortBindings map[string][]struct{ HostIP, HostPort string }
+			}
+		}
+		require.NoError(t, json.Unmarshal(b.OwnInspect(t, ctx, id), &inspect))
+		require.Len(t, inspect, 1)
+		for port, bindings := range inspect[0].HostConfig.PortBindings {
+			for _, pb := range bindings {
+				out = append(out, fmt.Sprintf("inspect: %s -> %s:%s", port, pb.HostIP, pb.HostPort))
+			}
+		}
+	}
+	if !rootless {
+		addrs := ownAddresses(t, ctx, b, id)
+		require.NotEmpty(t, addrs, "%s has an address in its network namespace", id)
+		rules, err := exec.CommandContext(ctx, "iptables-save", "-t", "nat").Output()
+		require.NoError(t, err, "iptables-save -t nat")
+		for _, rule := range strings.Split(string(rules), "\n") {
+			f := strings.Fields(rule)
+			to := fieldAfter(f, "--to-destination")
+			if fieldAfter(f, "-j") != "DNAT" || to == "" {
+				continue
+			}
+			for _, a := range addrs {
+				if to == a || strings.HasPrefix(to, a+":") {
+					out = append(out, "nat: "+rule)
+				}
+			}
+		}
+	}
+	for _, port := range hostPorts {
+		// ss lists the host's listening TCP sockets on the port.
+		ss, err := exec.CommandContext(ctx, "ss", "-Hltn", "sport = :"+strconv.Itoa(port)).Output()
+		require.NoError(t, err, "ss -ltn")
+		for _, line := range strings.Split(strings.TrimSpace(string(ss)), "\n") {
+			if line != "" {
+				out = append(out, "socket: "+line)
+			}
+		}
+	}
+	return out
+}
+
+// fieldAfter is the field that follows opt in a rule split in fields, ""
+// when there is none.
+func fieldAfter(f []string, opt string) string {
+	if i := slices.Index(f, opt); i >= 0 && i+1 < len(f) {
+		return f[i+1]
+	}
+	return ""
+}
+
+// ownAddresses are the IPv4 addresses of container id's network
+// namespace, read on the host in the namespace of its process (whose pid
+// the runtime's own CLI reports): not the adapter's record of them.
+func ownAddresses(t *testing.T, ctx context.Context, b testruntimes.Runtime, id string) []string {
+	t.Helper()
+	pid := ownPid(t, ctx, b, id)
+	out, err := exec.CommandContext(ctx, "nsenter", "-t", pid, "-n", "ip", "-4", "-o", "addr", "show", "scope", "global").CombinedOutput()
+	require.NoError(t, err, "nsenter -t %s -n ip addr: %s", pid, out)
+	var addrs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if a := fieldAfter(strings.Fields(line), "inet"); a != "" {
+			ip, _, err := net.ParseCIDR(a)
+			require.NoError(t, err, "ip addr: %q", line)
+			addrs = append(addrs, ip.String())
+		}
+	}
+	return addrs
+}
+
+// ownPid is the host pid of container id's main process, as the runtime's
+// own CLI reports it (docker/podman inspect's State.Pid, ctr's task list).
+func ownPid(t *testing.T, ctx context.Context, b testruntimes.Runtime, id string) string {
+	t.Helper()
+	if b.RT.Name() == containerd.Name {
+		for _, line := range strings.Split(string(b.Own(t, ctx, "tasks", "ls")), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == id {
+				return f[1]
+			}
+		}
+		t.Fatalf("ctr tasks ls: no task %s", id)
+	}
+	var inspect []struct{ State struct{ Pid int } }
+	require.NoError(t, json.Unmarshal(b.OwnInspect(t, ctx, id), &inspect))
+	require.Len(t, inspect, 1)
+	require.Positive(t, inspect[0].State.Pid, "%s runs", id)
+	return strconv.Itoa(inspect[0].State.Pid)
 }

@@ -54,6 +54,13 @@ func refillWorkers(cpus int) int { return min(max(4*cpus, 4), 8) }
 // memory, on tmpfs); past it, drops come first.
 const maxPendingDrops = 64
 
+// A pool clone that failed is tried again after a back-off that doubles
+// from minRetry to maxRetry, and starts over at the next success.
+const (
+	minRetry = 100 * time.Millisecond
+	maxRetry = 5 * time.Second
+)
+
 // closeTimeout bounds closing a connection to the shared server, which
 // may be gone already (a killed container).
 const closeTimeout = 5 * time.Second
@@ -154,12 +161,18 @@ type template struct {
 	name, strategy string
 	once           sync.Once
 	err            error
-	// ready holds the clones made ahead (nil without a pool); built is
-	// set once the template is migrated, inflight counts the clones
-	// being made for it (both under postgresAlloc.mu).
+	// ready holds the clones made ahead (nil without a pool), good ones
+	// only; built is set once the template is migrated, inflight counts
+	// the clones being made for it; failed is closed (and replaced) when
+	// a pool clone fails, and no worker clones for the pool before
+	// retryAt, which backoff (the last delay) set. All but ready under
+	// postgresAlloc.mu.
 	ready    chan clone
 	built    bool
 	inflight int
+	failed   chan struct{}
+	retryAt  time.Time
+	backoff  time.Duration
 }
 
 // clone is a worker's clone: a database ready to hand out, or why not.
@@ -220,7 +233,7 @@ func (a *postgresAlloc) acquire(ctx context.Context, opts DBOptions) (string, st
 	a.mu.Lock()
 	tpl, ok := a.templates[key]
 	if !ok {
-		tpl = &template{name: "tpl_" + key[:16], strategy: strategy}
+		tpl = &template{name: "tpl_" + key[:16], strategy: strategy, failed: make(chan struct{})}
 		if pool > 0 {
 			tpl.ready = make(chan clone, pool)
 		}
@@ -235,9 +248,16 @@ func (a *postgresAlloc) acquire(ctx context.Context, opts DBOptions) (string, st
 	if tpl.ready == nil {
 		c = a.clone(ctx, nil, tpl)
 	} else {
+		a.mu.Lock()
+		failed := tpl.failed
+		a.mu.Unlock()
 		select {
 		case c = <-tpl.ready:
 			a.signal() // one to make again
+		case <-failed:
+			// The pool's clones fail for now: a clone of this test's
+			// own, with an outcome of its own.
+			c = a.clone(ctx, nil, tpl)
 		case <-ctx.Done():
 			return "", "", fmt.Errorf("waiting for a clone of %s: %w", tpl.name, ctx.Err())
 		}
@@ -313,8 +333,9 @@ func (a *postgresAlloc) next() (tpl *template, drop string, ok bool) {
 	if len(a.drops) >= maxPendingDrops {
 		return popDrop()
 	}
+	now := time.Now()
 	for _, t := range a.templates {
-		if t.built && t.ready != nil && len(t.ready)+t.inflight < cap(t.ready) {
+		if t.built && t.ready != nil && len(t.ready)+t.inflight < cap(t.ready) && !now.Before(t.retryAt) {
 			t.inflight++
 			return t, "", true
 		}
@@ -340,15 +361,40 @@ func (a *postgresAlloc) worker() {
 			case <-a.ctx.Done():
 			}
 		case tpl != nil:
-			c := a.clone(a.ctx, &conn, tpl)
-			tpl.ready <- c // never blocks: a slot was claimed
-			a.mu.Lock()
-			tpl.inflight--
-			a.mu.Unlock()
+			a.pool(tpl, a.clone(a.ctx, &conn, tpl))
 		default:
 			a.dropNow(&conn, name)
 		}
 	}
+}
+
+// pool puts a worker's clone in tpl's pool. A failed clone is not put
+// there: its error belongs to that moment (a busy template, a terminated
+// backend), and the test that popped it later would fail for it. The
+// workers try again after a back-off, and the tests waiting for the pool
+// are told, so that each makes a clone of its own.
+func (a *postgresAlloc) pool(tpl *template, c clone) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tpl.inflight--
+	if c.err == nil {
+		tpl.ready <- c // never blocks: a slot was claimed
+		tpl.backoff = 0
+		return
+	}
+	if a.ctx.Err() != nil {
+		return // closing: nobody waits any more
+	}
+	if now := time.Now(); !now.Before(tpl.retryAt) {
+		// Once per round: the other clones in flight that fail too
+		// belong to this round, and do not double the delay again.
+		tpl.backoff = min(max(2*tpl.backoff, minRetry), maxRetry)
+		tpl.retryAt = now.Add(tpl.backoff)
+		time.AfterFunc(tpl.backoff, a.signal)
+	}
+	close(tpl.failed)
+	tpl.failed = make(chan struct{})
+	slog.Warn("sandboxtest: a pool clone failed; trying again", "template", tpl.name, "retry_in", tpl.backoff, "err", c.err)
 }
 
 // connected returns *conn, (re)connected as needed.

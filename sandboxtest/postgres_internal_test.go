@@ -1,11 +1,19 @@
 package sandboxtest
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
+	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/labels"
 )
 
 // TestRefillWorkers: four workers per core, never fewer than four nor
@@ -77,4 +85,129 @@ func TestNextJob(t *testing.T) {
 		_, _, ok := a.next()
 		assert.False(t, ok)
 	})
+}
+
+// TestFailedPoolCloneIsNotHandedOut: on a real server, the pool's
+// refills fail for a while (a session in the template makes CREATE
+// DATABASE ... TEMPLATE fail: "source database is being accessed by other
+// users"); a test that comes meanwhile gets the error of a clone of its
+// own at once, and once the template is free again, the tests that come
+// get good databases (the template's seed row in each), not the errors of
+// the clones that failed meanwhile.
+func TestFailedPoolCloneIsNotHandedOut(t *testing.T) {
+	r := testruntimes.Connect(t, "docker")
+	testenv.Image(t, r.Name, "postgres")
+	prefix := "sbt" + testkit.RandomHex(4)
+	sel := labels.For(prefix).Sandboxes()
+	testkit.CleanupLabelled(t, r.RT, sel)
+	t.Cleanup(func() { assert.NoError(t, Close()) })
+	dopts := r.Detect
+	dopts.PingTimeout = 15 * time.Second
+	s, err := sharedServer("postgres", Options{LabelPrefix: prefix, Detect: dopts})
+	require.NoError(t, err)
+	a, err := newPostgresAlloc(s.url)
+	require.NoError(t, err)
+	t.Cleanup(a.close)
+	ctx := testkit.Context(t, 3*time.Minute)
+
+	const pool = 4
+	opts := DBOptions{Pool: pool, Migrations: MigrateFunc(testkit.RandomHex(4), func(ctx context.Context, url string) error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		_, err = conn.Exec(ctx, "create table items (marker text); insert into items values ('seed')")
+		return err
+	})}
+	var got []string
+	t.Cleanup(func() {
+		for _, name := range got {
+			_ = a.release(context.Background(), name)
+		}
+	})
+	// good acquires a database and checks it is a clone of the template.
+	good := func(what string) {
+		t.Helper()
+		name, url, err := a.acquire(ctx, opts)
+		require.NoError(t, err, "%s: a database", what)
+		got = append(got, name)
+		conn, err := pgx.Connect(ctx, url)
+		require.NoError(t, err, "%s: connect to %s", what, name)
+		defer conn.Close(context.WithoutCancel(ctx))
+		var marker string
+		require.NoError(t, conn.QueryRow(ctx, "select marker from items").Scan(&marker), "%s: %s is a clone", what, name)
+		assert.Equal(t, "seed", marker, what)
+	}
+	good("the first test")
+	var tpl *template
+	a.mu.Lock()
+	for _, tp := range a.templates {
+		tpl = tp
+	}
+	a.mu.Unlock()
+	require.NotNil(t, tpl)
+	testkit.Poll(t, time.Minute, 20*time.Millisecond, func() error {
+		if n := len(tpl.ready); n < pool {
+			return fmt.Errorf("%d of %d clones ready", n, pool)
+		}
+		return nil
+	}, "the pool fills")
+
+	admin, err := pgx.Connect(ctx, a.admin)
+	require.NoError(t, err)
+	defer admin.Close(context.WithoutCancel(ctx))
+	tplID := pgx.Identifier{tpl.name}.Sanitize()
+	// tryClone makes (and drops) a clone of the template, as a worker does.
+	tryClone := func() error {
+		name := pgx.Identifier{"probe_" + testkit.RandomHex(4)}.Sanitize()
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tplID); err != nil {
+			return err
+		}
+		_, err := admin.Exec(ctx, "DROP DATABASE "+name)
+		return err
+	}
+
+	// The template busy: a session in it.
+	_, err = admin.Exec(ctx, "ALTER DATABASE "+tplID+" WITH ALLOW_CONNECTIONS true")
+	require.NoError(t, err)
+	busyURL, err := withPath(a.admin, tpl.name)
+	require.NoError(t, err)
+	busy, err := pgx.Connect(ctx, busyURL)
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, "ALTER DATABASE "+tplID+" WITH ALLOW_CONNECTIONS false")
+	require.NoError(t, err)
+	require.ErrorContains(t, tryClone(), "being accessed by other users", "control: a clone fails while the template is busy")
+
+	// The pool is drained; each pop asks for a refill, and every refill
+	// fails.
+	tried := a.seq.Load()
+	for i := range pool {
+		good(fmt.Sprintf("test %d of the full pool", i+1))
+	}
+	testkit.Poll(t, time.Minute, 20*time.Millisecond, func() error {
+		a.mu.Lock()
+		inflight := tpl.inflight
+		a.mu.Unlock()
+		if n := a.seq.Load() - tried; n < pool || inflight > 0 {
+			return fmt.Errorf("%d refills tried, %d in flight", n, inflight)
+		}
+		return nil
+	}, "the refills are tried")
+
+	// A test that comes meanwhile waits for the pool, and is told when a
+	// refill fails: it gets the outcome of a clone of its own, now.
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, _, err = a.acquire(waitCtx, opts)
+	require.Error(t, err, "no database while the template is busy")
+	assert.ErrorContains(t, err, "being accessed by other users", "the error of its own clone")
+	assert.NoError(t, waitCtx.Err(), "it did not wait for its deadline")
+
+	// Free again.
+	require.NoError(t, busy.Close(ctx))
+	testkit.Poll(t, time.Minute, 100*time.Millisecond, tryClone, "control: the template can be cloned again")
+	for i := range pool + 1 {
+		good(fmt.Sprintf("test %d once the template is free", i+1))
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/ids"
+	"github.com/roboco/sandboxer/runtime/detect"
 )
 
 // sharedMemoryBytes is a shared sandbox's memory limit when Options sets
@@ -95,11 +96,19 @@ type allocator interface {
 }
 
 // sharedKey tells shared sandboxes apart: the same engine under different
-// Options (runtime, prefixes, images, limits) gets its own.
+// Options (where detection looks, prefixes, images, limits) gets its own.
 type sharedKey struct {
-	engine, runtime, labelPrefix, envPrefix, images string
-	memory                                          int64
-	cpus                                            float64
+	engine, labelPrefix, envPrefix, images string
+	// runtime is where detection looks for a runtime: the runtime asked
+	// for, and each candidate's runtime, endpoint and namespace as
+	// detection resolves them from Options.Detect and the environment,
+	// so that Options that reach different daemons (rootful and rootless
+	// Podman, two containerd namespaces, another DOCKER_HOST) never share
+	// a server.
+	runtime    string
+	unenforced bool
+	memory     int64
+	cpus       float64
 }
 
 var shared struct {
@@ -113,9 +122,29 @@ func keyOf(engine string, o Options) sharedKey {
 		images = append(images, k+"="+o.Images[k])
 	}
 	return sharedKey{
-		engine: engine, runtime: o.Detect.Runtime, labelPrefix: o.LabelPrefix, envPrefix: o.EnvPrefix,
-		images: strings.Join(images, ","), memory: o.MemoryBytes, cpus: o.CPUs,
+		engine: engine, labelPrefix: o.LabelPrefix, envPrefix: o.EnvPrefix,
+		images: strings.Join(images, ","), runtime: detectionKey(o.Detect),
+		unenforced: o.Detect.UnenforcedLimits, memory: o.MemoryBytes, cpus: o.CPUs,
 	}
+}
+
+// detectionKey says where detection under opts looks: the runtime asked
+// for and the candidates it would try, in order; or why it cannot (a
+// start then fails with that error).
+func detectionKey(opts detect.Options) string {
+	name, _, err := detect.Choice(opts)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	cands, err := detect.Candidates(opts)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	parts := []string{name}
+	for _, c := range cands {
+		parts = append(parts, c.Runtime+" "+c.Endpoint+" "+c.Namespace)
+	}
+	return strings.Join(parts, "\n")
 }
 
 // sharedServer returns the running shared sandbox of engine under opts,

@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,6 +112,20 @@ func testNetwork(t *testing.T, r *Runtime) *networkDef {
 	return def
 }
 
+// freshContainer makes a network of the test's own and picks a container
+// name, which is removed (through r) if it exists when the test ends: a
+// pair with no footprint yet, which the test checks and returns as the
+// state to come back to.
+func freshContainer(t *testing.T, r *Runtime) (*networkDef, string, footprint) {
+	t.Helper()
+	def := testNetwork(t, r)
+	name := "sbx-test-" + randHex(4)
+	t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
+	before := footprintOf(t, r, def, name)
+	require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+	return def, name, before
+}
+
 // TestFailedNetworkJoinLeavesNothing: a CNI ADD that fails part-way (the
 // bridge plugin made the veth and took an address, then portmap or firewall
 // failed, or the run's context ended while firewall ran) is undone before
@@ -139,10 +155,7 @@ func TestFailedNetworkJoinLeavesNothing(t *testing.T) {
 				script = fmt.Sprintf(`if [ "$CNI_COMMAND" = ADD ]; then touch %[1]s/started; i=0; while [ ! -e %[1]s/go ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; fi`, signals)
 			}
 			r := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, tc.plugin, script)))
-			def := testNetwork(t, r)
-			name := "sbx-test-" + randHex(4)
-			before := footprintOf(t, r, def, name)
-			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+			def, name, before := freshContainer(t, r)
 
 			ctx, cancel := context.WithCancel(testContext(t))
 			defer cancel()
@@ -208,10 +221,7 @@ func TestNetworkJoinRetriesALostChainRace(t *testing.T) {
 			state := t.TempDir()
 			script := fmt.Sprintf(`if [ "$CNI_COMMAND" = ADD ] && [ "$(ls %[1]s | wc -l)" -lt %[2]d ]; then mktemp -p %[1]s >/dev/null; echo '{"cniVersion":"1.0.0","code":999,"msg":"%[3]s"}'; exit 1; fi`, state, tc.losses, chainRaceMsg)
 			r := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", script)))
-			def := testNetwork(t, r)
-			name := "sbx-test-" + randHex(4)
-			before := footprintOf(t, r, def, name)
-			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+			def, name, before := freshContainer(t, r)
 
 			ctx := testContext(t)
 			c, err := r.Run(ctx, runtime.RunSpec{
@@ -339,11 +349,7 @@ func TestCrashAfterJoinIsReconciled(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			def := testNetwork(t, r)
-			name := "sbx-test-" + randHex(4)
-			t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
-			before := footprintOf(t, r, def, name)
-			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+			def, name, before := freshContainer(t, r)
 
 			runCrashChild(t, r, def, name)
 			tc.after(t, name)
@@ -385,13 +391,20 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 		}},
 		{name: "a new container of the same name, while a reconcile is under way", reconcile: func(t *testing.T, ctx context.Context, name, network string) {
 			// Run's own reconcile finds the leases locked and leaves it
-			// to the holder: the new container's join must undo the old
-			// lease itself.
-			unlock, err := lockDir(r.leasesDir(), true)
+			// to the holder, and the join waits for the lock; the holder
+			// lets go having done nothing, so the new container's join
+			// must undo the old lease itself.
+			unlock, err := lockDir(ctx, r.leasesDir(), true)
 			require.NoError(t, err)
+			unlockOnce := sync.OnceFunc(unlock)
+			defer unlockOnce()
+			setHook(t, &testHookLockWait, func(dir string) {
+				if dir == r.leasesDir() {
+					unlockOnce()
+				}
+			})
 			_, err = r.Run(ctx, runtime.RunSpec{Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: network,
 				Ports: []runtime.PortSpec{{ContainerPort: 8080}}, Labels: map[string]string{testLabel: "1"}})
-			unlock()
 			require.NoError(t, err, "the name runs again")
 			require.NoError(t, r.Remove(ctx, name))
 		}},
@@ -399,11 +412,7 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testContext(t)
-			def := testNetwork(t, r)
-			name := "sbx-test-" + randHex(4)
-			t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
-			before := footprintOf(t, r, def, name)
-			require.True(t, before.empty(), "a new network and a new name have no footprint: %+v", before)
+			def, name, before := freshContainer(t, r)
 
 			_, err := r.Run(ctx, runtime.RunSpec{
 				Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: def.Name,
@@ -426,4 +435,113 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
 		})
 	}
+}
+
+// setHook sets one of the adapter's test hooks until the test ends.
+func setHook[F any](t *testing.T, hook *F, f F) {
+	t.Helper()
+	*hook = f
+	t.Cleanup(func() { var zero F; *hook = zero })
+}
+
+// TestReconcileDuringAJoinLeavesTheNewContainer: a reconcile that found
+// the container of a leftover lease gone (an older container of the name,
+// whose DEL failed) and then goes on while a newer container of that name
+// joins the network undoes the older container's state only: the newer
+// one keeps its address (in its network namespace and in host-local's
+// allocations) and its published port, which answers through the host's
+// DNAT rules; once removed, nothing of either is left. The reconcile is
+// held (a test hook) just after it found the container gone, while the
+// newer container runs, and let go as soon as the join waits for the
+// leases lock, or else once the join is done and not yet recorded: the
+// window in which a reconcile that does not share the join's lock reads
+// the new lease and DELs the new container's network.
+func TestReconcileDuringAJoinLeavesTheNewContainer(t *testing.T) {
+	r := newTestRuntime(t)
+	broken := newTestRuntime(t, WithCNIPluginDirs(testkit.CNIPluginDirWith(t, DefaultCNIPluginDirs, "firewall", testkit.CNIFailOn("DEL"))))
+	busybox := testenv.Image(t, Name, "busybox")
+	ctx := testContext(t)
+	def, name, before := freshContainer(t, r)
+	spec := runtime.RunSpec{
+		Name: name, Image: busybox, Network: def.Name,
+		Command: []string{"sh", "-c", "mkdir -p /tmp/www && echo " + name + " > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"},
+		Ports:   []runtime.PortSpec{{ContainerPort: 8080}},
+		Labels:  map[string]string{testLabel: "1"},
+	}
+
+	// The older container of the name: its removal's DEL fails, and
+	// leaves a lease.
+	_, err := r.Run(ctx, spec)
+	require.NoError(t, err)
+	require.NoError(t, broken.Remove(ctx, name))
+	require.FileExists(t, r.leaseFile(r.namespace, name), "control: the failed DEL left a lease")
+
+	// A reconcile finds that container gone, and is held there.
+	orphaned, resume, reconciled := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	resumeOnce := sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(resumeOnce)
+	setHook(t, &testHookLeaseOrphaned, func(_, id string) {
+		if id == name {
+			close(orphaned)
+			<-resume
+		}
+	})
+	var rerr error
+	go func() { defer close(reconciled); rerr = r.Reconcile(ctx) }()
+	select {
+	case <-orphaned:
+	case <-ctx.Done():
+		t.Fatal("the reconcile never reached the lease")
+	}
+
+	// The newer container of the name runs meanwhile.
+	setHook(t, &testHookLockWait, func(dir string) {
+		if dir == r.leasesDir() {
+			resumeOnce() // the join waits for the reconcile
+		}
+	})
+	setHook(t, &testHookAttached, func(id string) {
+		if id == name {
+			resumeOnce() // joined, not recorded: the reconcile goes on now
+			<-reconciled
+		}
+	})
+	c, err := r.Run(ctx, spec)
+	require.NoError(t, err, "the newer container runs")
+	select {
+	case <-reconciled:
+	case <-ctx.Done():
+		t.Fatal("the reconcile did not end")
+	}
+	require.NoError(t, rerr, "the reconcile")
+
+	addr := c.Networks[def.Name]
+	require.NotEmpty(t, addr, "an address on the network")
+	require.Len(t, c.Ports, 1)
+	pid := taskPid(t, r, name)
+	out, err := exec.CommandContext(ctx, "nsenter", "-t", pid, "-n", "ip", "-4", "-o", "addr", "show", "dev", "eth0").CombinedOutput()
+	require.NoError(t, err, "nsenter: %s", out)
+	assert.Contains(t, string(out), " "+addr+"/", "eth0 in the container's network namespace has its address")
+	assert.Contains(t, reservedIPs(t, r, def.Name), addr, "host-local still holds the newer container's address")
+	assert.Equal(t, name+"\n", answers(t, c.Ports[0].HostPort), "the published port reaches the newer container")
+	assert.NoFileExists(t, r.leaseFile(r.namespace, name), "the join is recorded: no lease")
+
+	require.NoError(t, r.Remove(ctx, name))
+	assert.Equal(t, before, footprintOf(t, r, def, name), "neither container left network state")
+}
+
+// taskPid is the pid of a container's task, as ctr lists it.
+func taskPid(t *testing.T, r *Runtime, name string) string {
+	t.Helper()
+	lines, err := testkit.CLILines(testContext(t), "ctr", "--address", r.address, "-n", r.namespace, "task", "ls")
+	require.NoError(t, err)
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == name {
+			_, err := strconv.Atoi(f[1])
+			require.NoError(t, err, "ctr task ls: %q", l)
+			return f[1]
+		}
+	}
+	t.Fatalf("ctr task ls has no task %s: %q", name, lines)
+	return ""
 }

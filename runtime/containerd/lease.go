@@ -69,6 +69,39 @@ func (r *Runtime) writeLease(l networkLease) error {
 	return os.Rename(tmp, file)
 }
 
+// takeLease writes the lease of a container that is about to join its
+// network, under the leases lock. The container was just made: a lease
+// under its name is a previous container's of that name, whose DEL failed
+// and that no reconcile undid yet. It is undone first (without a network
+// namespace: that one is gone), or the new lease would hide it and the ADD
+// would find its address taken. The lock is what keeps a reconcile from
+// undoing the new container's network: one that found the name's
+// container gone (the previous one) and then read the lease would
+// otherwise read this one and DEL it, and a DEL by container ID releases
+// the new container's address and removes its portmap and firewall rules.
+// With the lock, a reconcile either ends before (and undid the old lease
+// itself) or starts after, and then finds the container.
+func (r *Runtime) takeLease(ctx context.Context, l networkLease) error {
+	unlock, err := lockDir(r.ctx(ctx), r.leasesDir(), true)
+	if err != nil {
+		return fmt.Errorf("lock the network leases: %w", err)
+	}
+	defer unlock()
+	old, err := r.readLease(l.Namespace, l.Container)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		if err := r.cniDel(ctx, l.Container, "", old.Conflist, old.Published); err != nil {
+			return fmt.Errorf("leave what a previous container %s left on network %s: %w", l.Container, old.Network, err)
+		}
+	}
+	if err := r.writeLease(l); err != nil {
+		return fmt.Errorf("write the network lease: %w", err)
+	}
+	return nil
+}
+
 // dropLease removes a container's lease, if any.
 func (r *Runtime) dropLease(namespace, id string) error {
 	if err := os.Remove(r.leaseFile(namespace, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -147,7 +180,7 @@ func (r *Runtime) Reconcile(ctx context.Context) error {
 // process (or goroutine) reconciles, which then does it for both.
 func (r *Runtime) reconcile(ctx context.Context, wait bool) error {
 	ctx = r.ctx(ctx)
-	unlock, err := lockDir(r.leasesDir(), wait)
+	unlock, err := lockDir(ctx, r.leasesDir(), wait)
 	if errors.Is(err, errLocked) {
 		return nil
 	}
@@ -185,6 +218,9 @@ func (r *Runtime) reconcileLease(ctx context.Context, ns, id string) error {
 	case !cerrdefs.IsNotFound(err):
 		return fmt.Errorf("network lease of %s/%s: look up the container: %w", ns, id, err)
 	}
+	if testHookLeaseOrphaned != nil {
+		testHookLeaseOrphaned(ns, id)
+	}
 	l, err := r.readLease(ns, id)
 	if err != nil || l == nil {
 		return err
@@ -195,6 +231,10 @@ func (r *Runtime) reconcileLease(ctx context.Context, ns, id string) error {
 	r.log.Info("containerd: removed the network state of a container that is gone", "namespace", ns, "container", id, "network", l.Network)
 	return r.dropLease(ns, id)
 }
+
+// testHookLeaseOrphaned, when set (by tests only), runs when a reconcile
+// found that the container of a lease is gone, before it reads the lease.
+var testHookLeaseOrphaned func(ns, id string)
 
 // reconcileQuietly is Reconcile for the verbs that do it on the way: a
 // failure is logged and left for the next one.

@@ -71,15 +71,19 @@ func (r *Runtime) lockNetworks() (func(), error) { return lockFile(r.networksDir
 // lockFile takes an exclusive flock on the file .lock of dir (made if
 // need be), which serialises a change to dir's contents across processes
 // (and across the open files of one process), and returns its release.
-func lockFile(dir string) (func(), error) { return lockDir(dir, true) }
+func lockFile(dir string) (func(), error) { return lockDir(context.Background(), dir, true) }
 
 // errLocked is lockDir's answer, when told not to wait, to a lock that
 // someone holds.
 var errLocked = errors.New("locked by another process")
 
+// lockRetry is how often lockDir tries again a lock that is held, while
+// ctx has a deadline (flock(2) itself cannot be given one).
+const lockRetry = 10 * time.Millisecond
+
 // lockDir is lockFile; unless wait, a lock that is held is errLocked at
-// once.
-func lockDir(dir string, wait bool) (func(), error) {
+// once; if ctx can end, the wait ends with it (an error wrapping ctx's).
+func lockDir(ctx context.Context, dir string, wait bool) (func(), error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -87,22 +91,44 @@ func lockDir(dir string, wait bool) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	unlock := func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}
 	how := syscall.LOCK_EX
-	if !wait {
+	if !wait || ctx.Done() != nil {
 		how |= syscall.LOCK_NB
 	}
-	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+	err = syscall.Flock(int(f.Fd()), how)
+	if errors.Is(err, syscall.EWOULDBLOCK) && wait {
+		if testHookLockWait != nil {
+			testHookLockWait(dir)
+		}
+		tick := time.NewTicker(lockRetry)
+		defer tick.Stop()
+		for errors.Is(err, syscall.EWOULDBLOCK) {
+			select {
+			case <-ctx.Done():
+				f.Close()
+				return nil, fmt.Errorf("wait for the lock of %s: %w", dir, ctx.Err())
+			case <-tick.C:
+			}
+			err = syscall.Flock(int(f.Fd()), how)
+		}
+	}
+	if err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, errLocked
 		}
 		return nil, err
 	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return unlock, nil
 }
+
+// testHookLockWait, when set (by tests only), runs when lockDir finds the
+// lock of dir held and starts to wait for it.
+var testHookLockWait func(dir string)
 
 // CreateNetwork creates a bridge network with a /24 of its own from
 // 10.213.0.0/16 and a bridge named sbx-<hash of the name>. The definition
@@ -424,18 +450,6 @@ func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networ
 	if err != nil {
 		return nil, err
 	}
-	// The container was just made: a lease under its name is a previous
-	// container's of that name, whose DEL failed and that no reconcile
-	// undid yet. It goes first (without a network namespace: that one is
-	// gone), or the new lease would hide it and the ADD would find its
-	// address taken.
-	if old, err := r.readLease(r.namespace, id); err != nil {
-		return nil, fmt.Errorf("join network %s: %w", def.Name, err)
-	} else if old != nil {
-		if err := r.cniDel(ctx, id, "", old.Conflist, old.Published); err != nil {
-			return nil, fmt.Errorf("join network %s: leave what a previous container %s left on network %s: %w", def.Name, id, old.Network, err)
-		}
-	}
 	lease := networkLease{
 		Namespace: r.namespace,
 		Container: id,
@@ -445,8 +459,8 @@ func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networ
 		Published: published,
 		Created:   time.Now().UTC(),
 	}
-	if err := r.writeLease(lease); err != nil {
-		return nil, fmt.Errorf("join network %s: write the network lease: %w", def.Name, err)
+	if err := r.takeLease(ctx, lease); err != nil {
+		return nil, fmt.Errorf("join network %s: %w", def.Name, err)
 	}
 	netns := netnsPath(pid)
 	var res *cni.Result
