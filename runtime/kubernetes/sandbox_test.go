@@ -3,7 +3,6 @@ package kubernetes_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -72,14 +71,22 @@ func (cl *cluster) phase(t *testing.T, ctx context.Context, pod string) string {
 	return strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", pod, "--ignore-not-found", "-o", "jsonpath={.status.phase}"))
 }
 
-// gone reports whether no pod and no Secret with this name is left.
+// gone reports whether no pod of this name and no Secret of that pod
+// (<name>.sandboxer-env) is left.
 func (cl *cluster) gone(t *testing.T, ctx context.Context, name string) error {
 	t.Helper()
-	left := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod,secret", "--ignore-not-found", "--field-selector", "metadata.name="+name, "-o", "name"))
+	left := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod/"+name, "secret/"+name+".sandboxer-env", "--ignore-not-found", "-o", "name"))
 	if left != "" {
 		return fmt.Errorf("still there: %s", strings.ReplaceAll(left, "\n", ", "))
 	}
 	return nil
+}
+
+// requireSecret fails the test unless the env Secret of pod exists: the
+// precondition that makes a later gone() mean something.
+func (cl *cluster) requireSecret(t *testing.T, ctx context.Context, pod string) {
+	t.Helper()
+	require.Equal(t, "secret/"+pod+".sandboxer-env", strings.TrimSpace(cl.kubectl(t, ctx, "get", "secret", pod+".sandboxer-env", "--ignore-not-found", "-o", "name")), "the env Secret of %s", pod)
 }
 
 // TestSandboxesServeRealClientsInOtherPods provisions postgres, redis and
@@ -164,6 +171,9 @@ func TestAdoptedSandboxesGoWithTheirAgentPod(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, again, "adopted already")
 
+	for _, c := range sb.Containers {
+		cl.requireSecret(t, ctx, c.Name)
+	}
 	// The agent pod goes; nothing of sandboxer runs from here on.
 	cl.kubectl(t, ctx, "delete", "pod", agent, "--wait=true")
 	start := time.Now()
@@ -175,6 +185,7 @@ func TestAdoptedSandboxesGoWithTheirAgentPod(t *testing.T) {
 
 	lonelyName := other.Containers[0].Name
 	assert.Equal(t, "Running", cl.phase(t, ctx, lonelyName), "a sandbox that was never adopted outlives another agent")
+	cl.requireSecret(t, ctx, lonelyName)
 	rep, err := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix, NoGrace: true}).Sweep(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{lonelyName}, names(rep.Removed), "the janitor removes the never-adopted orphan")
@@ -209,11 +220,42 @@ func TestJanitorAdoptsOnceTheAgentPodExists(t *testing.T) {
 	rep, err = j.Sweep(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, rep.Adopted, "the second sweep sees the adoption (Container.AdoptedBy)")
-	if errors.Is(err, nil) {
-		listed, lerr := w.RT.List(ctx, w.SandboxLabels())
-		require.NoError(t, lerr)
-		require.Len(t, listed, 1)
-		assert.Equal(t, p.OwnerName(id), listed[0].AdoptedBy)
+	listed, err := w.RT.List(ctx, w.SandboxLabels())
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	assert.Equal(t, p.OwnerName(id), listed[0].AdoptedBy)
+}
+
+// TestProvisionAdoptsWhenTheAgentPodExists: an agent pod made first (with
+// kubectl, as an orchestrator would) adopts the sandboxes in Provision
+// itself: they carry ownerReferences to it, and deleting it with kubectl
+// makes the cluster's garbage collector remove them and their Secrets,
+// with no sandboxer call in between.
+func TestProvisionAdoptsWhenTheAgentPodExists(t *testing.T) {
+	cl, w := world(t)
+	ctx := testkit.Context(t, 6*time.Minute)
+	network := w.Network(ctx)
+	p := w.Provisioner(func(o *provision.Options) { o.Network = network })
+	id := w.Owner("first")
+	agent := p.OwnerName(id)
+	cl.apply(t, ctx, podYAML(w, cl.node, agent, w.Images["redis"], "", "sleep", "3600"))
+	agentUID := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", agent, "-o", "jsonpath={.metadata.uid}"))
+	require.NotEmpty(t, agentUID)
+
+	sb, err := p.Provision(ctx, id, []string{"redis", "mongo"})
+	require.NoError(t, err)
+	assert.Equal(t, agent, sb.AdoptedBy, "Provision adopted them")
+	require.Len(t, sb.Containers, 2)
+	for _, c := range sb.Containers {
+		refs := cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", `jsonpath={range .metadata.ownerReferences[*]}{.kind}/{.name}/{.uid}{"\n"}{end}`)
+		assert.Equal(t, "Pod/"+agent+"/"+agentUID, strings.TrimSpace(refs), "%s is owned by the agent pod", c.Name)
+		cl.requireSecret(t, ctx, c.Name)
+	}
+
+	cl.kubectl(t, ctx, "delete", "pod", agent, "--wait=true")
+	for _, c := range sb.Containers {
+		testkit.Poll(t, 3*time.Minute, 500*time.Millisecond, func() error { return cl.gone(t, ctx, c.Name) },
+			"the garbage collector deletes %s and its Secret", c.Name)
 	}
 }
 
