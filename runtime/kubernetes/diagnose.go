@@ -31,8 +31,10 @@ var accesses = []access{
 	// UID the adapter never saw); Remove, Stop, Kill.
 	{"create", "pods", ""}, {"get", "pods", ""}, {"list", "pods", ""}, {"delete", "pods", ""},
 	{"update", "pods", ""}, // Adopt: the ownerReference to the agent pod
-	// Exec: a WebSocket exec is a GET, the SPDY fallback a POST.
-	{"create", "pods", "exec"}, {"get", "pods", "exec"},
+	// Exec: the API server authorizes the WebSocket exec (a GET upgrade)
+	// as create; where one does not, its refusal is a failed upgrade, and
+	// the SPDY fallback (a POST) is a create.
+	{"create", "pods", "exec"},
 	// The env Secret: made, read (a stale one of the name), deleted; a
 	// stale one is replaced by delete and create, never updated.
 	{"create", "secrets", ""}, {"get", "secrets", ""}, {"delete", "secrets", ""},
