@@ -19,7 +19,6 @@ import (
 
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
-	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/kubernetes"
 )
@@ -118,17 +117,15 @@ func TestReadmeRoleIsExactlyWhatTheAdapterNeeds(t *testing.T) {
 	assert.Empty(t, rt.Diagnose(ctx), "doctor on the README's Role reports no missing verb")
 
 	w := testruntimes.NewWorld(t, testruntimes.Runtime{Name: kubernetes.Name, RT: rt})
-	network := w.Network(ctx)
-	p := w.Provisioner(func(o *provision.Options) { o.Network = network })
+	p := networkProvisioner(ctx, w)
 	id := w.Owner("rbac")
 	agent := p.OwnerName(id)
 	h.cl.apply(t, ctx, podYAML(w, h.cl.node, agent, w.Images["redis"], "", "sleep", "3600"))
 	sb, err := p.Provision(ctx, id, []string{"redis"})
 	require.NoError(t, err)
 	assert.Equal(t, agent, sb.AdoptedBy, "adopted by the agent pod")
+	h.cl.assertAdoptedBy(t, ctx, agent, sb)
 	c := sb.Containers[0]
-	assert.Equal(t, agent, strings.TrimSpace(h.cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.metadata.ownerReferences[0].name}")))
-	require.NotEmpty(t, h.cl.kubectl(t, ctx, "get", "secret", c.Name+".sandboxer-env", "-o", "name"), "the env Secret exists")
 
 	res, err := rt.Exec(ctx, c.ID, runtime.ExecSpec{Cmd: []string{"sh", "-c", "echo ok"}})
 	require.NoError(t, err)
