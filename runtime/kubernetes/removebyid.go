@@ -44,16 +44,6 @@ func (u *uidNames) learn(pods []corev1.Pod, all bool) {
 	}
 }
 
-// remember adds the pod p, one the adapter made.
-func (u *uidNames) remember(p *corev1.Pod) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.m == nil || len(u.m) > maxRememberedUIDs {
-		u.m = map[string]string{}
-	}
-	u.m[string(p.UID)] = p.Name
-}
-
 func (u *uidNames) name(uid string) (string, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
