@@ -180,7 +180,7 @@ func TestDiagnoseAdminHasEveryPermission(t *testing.T) {
 func TestDiagnoseNamesMissingPermissions(t *testing.T) {
 	h := newHarness(t)
 	ctx := testkit.Context(t, 2*time.Minute)
-	rt := h.serviceAccount(t, ctx, rbacv1.Role{
+	rt, _ := h.serviceAccount(t, ctx, rbacv1.Role{
 		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 		Rules:    []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
 	})

@@ -69,8 +69,8 @@ func without(role rbacv1.Role, verb, resource string) rbacv1.Role {
 // serviceAccount makes, with kubectl as an operator would, a service
 // account bound to role (renamed for the test, in the test's namespace),
 // removed when the test ends, and returns an adapter that authenticates
-// with that account's token.
-func (h *harness) serviceAccount(t *testing.T, ctx context.Context, role rbacv1.Role) *kubernetes.Runtime {
+// with that account's token, and that adapter's kubeconfig.
+func (h *harness) serviceAccount(t *testing.T, ctx context.Context, role rbacv1.Role) (*kubernetes.Runtime, string) {
 	t.Helper()
 	cl := h.cl
 	sa := "sbx-k8s-sa-" + h.id + "-" + testkit.RandomHex(2)
@@ -96,7 +96,7 @@ func (h *harness) serviceAccount(t *testing.T, ctx context.Context, role rbacv1.
 	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
-	return cl.runtime(t, kubernetes.WithKubeconfig(path))
+	return cl.runtime(t, kubernetes.WithKubeconfig(path)), path
 }
 
 // TestReadmeRoleIsExactlyWhatTheAdapterNeeds: doctor (Diagnose) checks
@@ -113,7 +113,7 @@ func TestReadmeRoleIsExactlyWhatTheAdapterNeeds(t *testing.T) {
 	slices.Sort(want)
 	assert.Equal(t, want, grants(role), "doctor checks exactly what the README's Role grants")
 
-	rt := h.serviceAccount(t, ctx, role)
+	rt, _ := h.serviceAccount(t, ctx, role)
 	assert.Empty(t, rt.Diagnose(ctx), "doctor on the README's Role reports no missing verb")
 
 	w := testruntimes.NewWorld(t, testruntimes.Runtime{Name: kubernetes.Name, RT: rt})
@@ -146,10 +146,11 @@ func TestReadmeRoleIsExactlyWhatTheAdapterNeeds(t *testing.T) {
 // namespace, whatever its size: a service account that may do everything
 // the README's Role grants but list pods runs a pod, then inspects, execs
 // in and removes it by UID, and an Inspect after the removal is NotFound.
+// Only a UID an adapter never saw costs one list.
 func TestInspectAndExecByUIDListNothing(t *testing.T) {
 	h := newHarness(t)
 	ctx := testkit.Context(t, 3*time.Minute)
-	rt := h.serviceAccount(t, ctx, without(readmeRole(t), "list", "pods"))
+	rt, kubeconfig := h.serviceAccount(t, ctx, without(readmeRole(t), "list", "pods"))
 	_, err := rt.List(ctx, map[string]string{adapterLabel: h.id})
 	require.Error(t, err, "this account may not list pods")
 
@@ -165,6 +166,13 @@ func TestInspectAndExecByUIDListNothing(t *testing.T) {
 	res, err := rt.Exec(ctx, c.ID, runtime.ExecSpec{Cmd: []string{"echo", "by-uid"}})
 	require.NoError(t, err, "exec by UID without list")
 	assert.Equal(t, "by-uid\n", string(res.Stdout))
+	// A UID an adapter never saw costs it one list: the admin's fresh
+	// adapter finds the pod so, this account's fresh one may not list.
+	got, err = h.cl.runtime(t).Inspect(ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, spec.Name, got.Name)
+	_, err = h.cl.runtime(t, kubernetes.WithKubeconfig(kubeconfig)).Inspect(ctx, c.ID)
+	assert.Error(t, err, "an unseen UID needs the list this account may not do")
 	require.NoError(t, rt.Remove(ctx, c.ID), "remove by UID without list")
 	require.NoError(t, h.cl.gone(t, ctx, spec.Name))
 	_, err = rt.Inspect(ctx, c.ID)
