@@ -9,9 +9,9 @@
 // kubeconfig context's (in a pod: its service account's), else "default".
 // WithNode (SANDBOXER_K8S_NODE) binds every pod to one node (spec.nodeName)
 // for a cluster without a scheduler, or to keep sandboxes next to their
-// agent. Every API request is bounded by the request timeout (rest.Config
-// Timeout, 30 s; an exec's stream by the caller's context alone) and by
-// the caller's context; every wait polls with a deadline.
+// agent. Every API request but an exec's stream is bounded by the request
+// timeout (rest.Config.Timeout, 30 s), and every one by the caller's
+// context; every wait polls with a deadline.
 //
 // The mapping:
 //   - Run: a Pod named spec.Name (restartPolicy Never, no service account
