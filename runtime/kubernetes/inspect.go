@@ -28,9 +28,25 @@ func (r *Runtime) Inspect(ctx context.Context, ref string) (runtime.Container, e
 	return c, nil
 }
 
-// getPod finds a pod by name, or by UID (a ref that is a UUID and names no
-// pod), through one list of the namespace. An error is translated for op.
+// getPod finds a pod by name, or by UID (a ref that is a UUID). A UID
+// costs one get, as a name does: the adapter knows the pod's name from its
+// own Run, Create, List or Snapshot (uidNames), and a pod's name is unique
+// in the namespace, so the pod of that name having another UID (or none)
+// means the UID's pod is gone. Only a UID the adapter has never seen costs
+// one list of the namespace, which it then remembers. An error is
+// translated for op.
 func (r *Runtime) getPod(ctx context.Context, op, ref string) (*corev1.Pod, error) {
+	if name, ok := r.uids.name(ref); ok {
+		p, err := r.cs.CoreV1().Pods(r.namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil && string(p.UID) == ref:
+			return p, nil
+		case err == nil, apierrors.IsNotFound(err):
+			r.uids.forget(ref)
+			return nil, r.wrap(op, ref, adapterkit.WithKind(runtime.ErrNotFound, "no pod with UID %s in namespace %s (pod %s is gone)", ref, r.namespace, name))
+		}
+		return nil, r.wrap(op, ref, err)
+	}
 	if len(validation.IsDNS1123Subdomain(ref)) == 0 {
 		p, err := r.cs.CoreV1().Pods(r.namespace).Get(ctx, ref, metav1.GetOptions{})
 		if err == nil {
@@ -45,6 +61,7 @@ func (r *Runtime) getPod(ctx context.Context, op, ref string) (*corev1.Pod, erro
 		if err != nil {
 			return nil, r.wrap(op, ref, err)
 		}
+		r.uids.learn(list.Items, true)
 		for i := range list.Items {
 			if string(list.Items[i].UID) == ref {
 				return &list.Items[i], nil

@@ -9,9 +9,9 @@
 // kubeconfig context's (in a pod: its service account's), else "default".
 // WithNode (SANDBOXER_K8S_NODE) binds every pod to one node (spec.nodeName)
 // for a cluster without a scheduler, or to keep sandboxes next to their
-// agent. Every API request is bounded by the request timeout (rest.Config
-// Timeout, 30 s) and by the caller's context; every wait polls with a
-// deadline.
+// agent. Every API request but an exec's stream is bounded by the request
+// timeout (rest.Config.Timeout, 30 s), and every one by the caller's
+// context; every wait polls with a deadline.
 //
 // The mapping:
 //   - Run: a Pod named spec.Name (restartPolicy Never, no service account
@@ -38,7 +38,10 @@
 //     the kubelet refuses (OutOfcpu, OutOfmemory) fails Run with that
 //     reason.
 //   - Container.ID is the pod's UID (stable, unique across re-creations of
-//     a name); names and UIDs are both accepted by every verb.
+//     a name); names and UIDs are both accepted by every verb, a UID at
+//     the cost of one get by name (the adapter remembers the names of the
+//     pods it made and listed), never a list of the namespace but for a
+//     UID it never saw.
 //   - State: Pending is created, Running is running (exited once its
 //     container terminated), Succeeded and Failed are exited with the
 //     container's exit code, and OOMKilled from its terminated reason.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,9 @@ import (
 // cluster publishes nothing on the host), the kubelet pulling the images;
 // each is ready by its engine's real client at its pod address, which the
 // test's own clients (pgx, go-redis, mongo-driver) reach with the env
-// handed out; teardown leaves no pod, Secret or ConfigMap of theirs.
+// handed out; teardown leaves no pod or Secret of theirs, and leaves the
+// network (the test's), whose RemoveNetwork then leaves no ConfigMap, as
+// kubectl sees.
 func TestProvisionEveryEngineAsPods(t *testing.T) {
 	h := newHarness(t)
 	ctx := testkit.Context(t, 8*time.Minute)
@@ -88,15 +91,20 @@ func TestProvisionEveryEngineAsPods(t *testing.T) {
 		assert.Equal(t, h.cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.status.podIP}"), env[fmt.Sprintf("ROBOCO_TEST_%s", hostVar(c.Engine))], "%s is reached at its pod IP", c.Name)
 	}
 
+	for _, c := range sb.Containers {
+		h.cl.requireSecret(t, ctx, c.Name)
+	}
 	removed, err := p.Teardown(ctx, owner)
 	require.NoError(t, err)
 	assert.Len(t, removed, 3)
-	left := h.cl.kubectl(t, ctx, "get", "pods,secrets", "-l", adapterLabel+"="+h.id, "-o", "name")
-	assert.Empty(t, left, "teardown leaves no pod")
+	assert.Empty(t, h.cl.kubectl(t, ctx, "get", "pods", "-l", adapterLabel+"="+h.id, "-o", "name"), "teardown leaves no pod")
 	for _, c := range sb.Containers {
-		out := h.cl.kubectl(t, ctx, "get", "secret", c.Name+".sandboxer-env", "--ignore-not-found", "-o", "name")
-		assert.Empty(t, out, "the Secret of %s is gone", c.Name)
+		assert.NoError(t, h.cl.gone(t, ctx, c.Name), "teardown leaves no pod or Secret of %s", c.Name)
 	}
+	cm := "configmap/sandboxer-network." + network
+	assert.Equal(t, cm, strings.TrimSpace(h.cl.kubectl(t, ctx, "get", cm, "--ignore-not-found", "-o", "name")), "the network is the test's: teardown leaves it")
+	require.NoError(t, h.rt.RemoveNetwork(ctx, network))
+	assert.Empty(t, h.cl.kubectl(t, ctx, "get", cm, "--ignore-not-found", "-o", "name"), "RemoveNetwork leaves no ConfigMap")
 }
 
 // hostVar is the emitted env variable (after the prefix) that holds an

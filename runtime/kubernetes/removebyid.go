@@ -15,9 +15,11 @@ import (
 
 var _ runtime.IDRemover = (*Runtime)(nil)
 
-// uidNames remembers the name of each pod by UID, as the adapter's last
-// lists saw them, so that RemoveByID can delete by UID without a list of
-// its own: a pod's name and UID never change, and a UID is never reused.
+// uidNames remembers the name of each pod by UID, as the adapter's own
+// Run and Create made them and its last lists saw them, so that a verb
+// given a UID (Inspect, Exec, Stop, Kill, Remove, RemoveByID) gets the pod
+// by name instead of listing the namespace: a pod's name and UID never
+// change, and a UID is never reused.
 // A Snapshot (every pod of the namespace) replaces what it holds, which
 // keeps it as large as the namespace, and so does a List past
 // maxRememberedUIDs.
@@ -60,9 +62,9 @@ func (u *uidNames) forget(uid string) {
 // precondition removes that pod or none. id must be a UID: anything else
 // (a name) is ErrInvalid and nothing is asked of the cluster. It deletes
 // with grace 0, waits until the pod is gone and removes its Secret, as
-// Remove does; no pod with that UID is ErrNotFound. Where the adapter's
-// own List or Snapshot saw the pod, that is one delete and the wait;
-// otherwise one list of the namespace finds it first.
+// Remove does; no pod with that UID is ErrNotFound. Where the adapter made
+// the pod or its own List or Snapshot saw it, that is one delete and the
+// wait; otherwise one list of the namespace finds it first.
 func (r *Runtime) RemoveByID(ctx context.Context, id string) error {
 	const op = runtime.OpRemove
 	if _, err := uuid.Parse(id); err != nil {

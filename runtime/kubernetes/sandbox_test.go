@@ -3,7 +3,6 @@ package kubernetes_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -34,6 +33,14 @@ func world(t *testing.T) (*cluster, *testruntimes.World) {
 	testkit.RequireRuntime(t)
 	cl := newCluster(t)
 	return cl, testruntimes.NewWorld(t, testruntimes.Runtime{Name: kubernetes.Name, RT: cl.runtime(t)})
+}
+
+// networkProvisioner is a provisioner of w in network mode, on a network
+// of the test's (a cluster publishes nothing on the provisioner's
+// 127.0.0.1).
+func networkProvisioner(ctx context.Context, w *testruntimes.World) *provision.Provisioner {
+	network := w.Network(ctx)
+	return w.Provisioner(func(o *provision.Options) { o.Network = network })
 }
 
 // apply feeds manifest to `kubectl apply -f -` (on stdin: a Secret's value
@@ -72,14 +79,51 @@ func (cl *cluster) phase(t *testing.T, ctx context.Context, pod string) string {
 	return strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", pod, "--ignore-not-found", "-o", "jsonpath={.status.phase}"))
 }
 
-// gone reports whether no pod and no Secret with this name is left.
+// gone reports whether no pod of this name and no Secret of that pod
+// (<name>.sandboxer-env) is left.
 func (cl *cluster) gone(t *testing.T, ctx context.Context, name string) error {
 	t.Helper()
-	left := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod,secret", "--ignore-not-found", "--field-selector", "metadata.name="+name, "-o", "name"))
+	left := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod/"+name, "secret/"+name+".sandboxer-env", "--ignore-not-found", "-o", "name"))
 	if left != "" {
 		return fmt.Errorf("still there: %s", strings.ReplaceAll(left, "\n", ", "))
 	}
 	return nil
+}
+
+// requireSecret fails the test unless the env Secret of pod exists: the
+// precondition that makes a later gone() mean something.
+func (cl *cluster) requireSecret(t *testing.T, ctx context.Context, pod string) {
+	t.Helper()
+	require.Equal(t, "secret/"+pod+".sandboxer-env", strings.TrimSpace(cl.kubectl(t, ctx, "get", "secret", pod+".sandboxer-env", "--ignore-not-found", "-o", "name")), "the env Secret of %s", pod)
+}
+
+// assertAdoptedBy asserts, as kubectl reads them, that each sandbox pod
+// of sb has exactly one ownerReference, to the agent pod (its kind, name
+// and UID), and that its env Secret exists (so that a later gone() means
+// something).
+func (cl *cluster) assertAdoptedBy(t *testing.T, ctx context.Context, agent string, sb provision.Sandbox) {
+	t.Helper()
+	agentUID := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", agent, "-o", "jsonpath={.metadata.uid}"))
+	require.NotEmpty(t, agentUID)
+	for _, c := range sb.Containers {
+		refs := cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", `jsonpath={range .metadata.ownerReferences[*]}{.kind}/{.name}/{.uid}{"\n"}{end}`)
+		assert.Equal(t, "Pod/"+agent+"/"+agentUID, strings.TrimSpace(refs), "%s is owned by the agent pod", c.Name)
+		cl.requireSecret(t, ctx, c.Name)
+	}
+}
+
+// deleteAgent deletes the agent pod with kubectl and waits until the
+// cluster's garbage collector has removed every sandbox pod of sb and its
+// Secret, with no sandboxer call in between; it returns how long that took.
+func (cl *cluster) deleteAgent(t *testing.T, ctx context.Context, agent string, sb provision.Sandbox) time.Duration {
+	t.Helper()
+	cl.kubectl(t, ctx, "delete", "pod", agent, "--wait=true")
+	start := time.Now()
+	for _, c := range sb.Containers {
+		testkit.Poll(t, 3*time.Minute, 500*time.Millisecond, func() error { return cl.gone(t, ctx, c.Name) },
+			"the garbage collector deletes %s and its Secret", c.Name)
+	}
+	return time.Since(start)
 }
 
 // TestSandboxesServeRealClientsInOtherPods provisions postgres, redis and
@@ -90,8 +134,7 @@ func (cl *cluster) gone(t *testing.T, ctx context.Context, name string) error {
 func TestSandboxesServeRealClientsInOtherPods(t *testing.T) {
 	cl, w := world(t)
 	ctx := testkit.Context(t, 8*time.Minute)
-	network := w.Network(ctx)
-	p := w.Provisioner(func(o *provision.Options) { o.Network = network })
+	p := networkProvisioner(ctx, w)
 	sb, err := p.Provision(ctx, w.Owner("wire"), []string{"postgres", "redis", "mongo"})
 	require.NoError(t, err)
 	require.Len(t, sb.Containers, 3)
@@ -138,8 +181,7 @@ func TestSandboxesServeRealClientsInOtherPods(t *testing.T) {
 func TestAdoptedSandboxesGoWithTheirAgentPod(t *testing.T) {
 	cl, w := world(t)
 	ctx := testkit.Context(t, 8*time.Minute)
-	network := w.Network(ctx)
-	p := w.Provisioner(func(o *provision.Options) { o.Network = network })
+	p := networkProvisioner(ctx, w)
 	id, lonely := w.Owner("ad"), w.Owner("lonely")
 	agent := p.OwnerName(id)
 
@@ -155,26 +197,18 @@ func TestAdoptedSandboxesGoWithTheirAgentPod(t *testing.T) {
 	adopted, err := p.Adopt(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, adopted, 2)
-	agentUID := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", agent, "-o", "jsonpath={.metadata.uid}"))
-	for _, c := range sb.Containers {
-		refs := cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", `jsonpath={range .metadata.ownerReferences[*]}{.kind}/{.name}/{.uid}{"\n"}{end}`)
-		assert.Equal(t, "Pod/"+agent+"/"+agentUID, strings.TrimSpace(refs), "%s is owned by the agent pod", c.Name)
-	}
+	cl.assertAdoptedBy(t, ctx, agent, sb)
 	again, err := p.Adopt(ctx, id)
 	require.NoError(t, err)
 	assert.Empty(t, again, "adopted already")
 
 	// The agent pod goes; nothing of sandboxer runs from here on.
-	cl.kubectl(t, ctx, "delete", "pod", agent, "--wait=true")
-	start := time.Now()
-	for _, c := range sb.Containers {
-		testkit.Poll(t, 3*time.Minute, 500*time.Millisecond, func() error { return cl.gone(t, ctx, c.Name) },
-			"the garbage collector deletes %s and its Secret", c.Name)
-	}
-	t.Logf("the cluster deleted the adopted sandboxes %s after their agent pod", time.Since(start).Round(time.Second))
+	took := cl.deleteAgent(t, ctx, agent, sb)
+	t.Logf("the cluster deleted the adopted sandboxes %s after their agent pod", took.Round(time.Second))
 
 	lonelyName := other.Containers[0].Name
 	assert.Equal(t, "Running", cl.phase(t, ctx, lonelyName), "a sandbox that was never adopted outlives another agent")
+	cl.requireSecret(t, ctx, lonelyName)
 	rep, err := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix, NoGrace: true}).Sweep(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{lonelyName}, names(rep.Removed), "the janitor removes the never-adopted orphan")
@@ -187,8 +221,7 @@ func TestAdoptedSandboxesGoWithTheirAgentPod(t *testing.T) {
 func TestJanitorAdoptsOnceTheAgentPodExists(t *testing.T) {
 	cl, w := world(t)
 	ctx := testkit.Context(t, 5*time.Minute)
-	network := w.Network(ctx)
-	p := w.Provisioner(func(o *provision.Options) { o.Network = network })
+	p := networkProvisioner(ctx, w)
 	id := w.Owner("jan")
 	sb, err := p.Provision(ctx, id, []string{"redis"})
 	require.NoError(t, err)
@@ -209,12 +242,32 @@ func TestJanitorAdoptsOnceTheAgentPodExists(t *testing.T) {
 	rep, err = j.Sweep(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, rep.Adopted, "the second sweep sees the adoption (Container.AdoptedBy)")
-	if errors.Is(err, nil) {
-		listed, lerr := w.RT.List(ctx, w.SandboxLabels())
-		require.NoError(t, lerr)
-		require.Len(t, listed, 1)
-		assert.Equal(t, p.OwnerName(id), listed[0].AdoptedBy)
-	}
+	listed, err := w.RT.List(ctx, w.SandboxLabels())
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	assert.Equal(t, p.OwnerName(id), listed[0].AdoptedBy)
+}
+
+// TestProvisionAdoptsWhenTheAgentPodExists: an agent pod made first (with
+// kubectl, as an orchestrator would) adopts the sandboxes in Provision
+// itself: they carry ownerReferences to it, and deleting it with kubectl
+// makes the cluster's garbage collector remove them and their Secrets,
+// with no sandboxer call in between.
+func TestProvisionAdoptsWhenTheAgentPodExists(t *testing.T) {
+	cl, w := world(t)
+	ctx := testkit.Context(t, 6*time.Minute)
+	p := networkProvisioner(ctx, w)
+	id := w.Owner("first")
+	agent := p.OwnerName(id)
+	cl.apply(t, ctx, podYAML(w, cl.node, agent, w.Images["redis"], "", "sleep", "3600"))
+
+	sb, err := p.Provision(ctx, id, []string{"redis", "mongo"})
+	require.NoError(t, err)
+	assert.Equal(t, agent, sb.AdoptedBy, "Provision adopted them")
+	require.Len(t, sb.Containers, 2)
+	cl.assertAdoptedBy(t, ctx, agent, sb)
+	took := cl.deleteAgent(t, ctx, agent, sb)
+	t.Logf("the cluster deleted the sandboxes adopted at Provision %s after their agent pod", took.Round(time.Second))
 }
 
 func names(sbs []janitor.Sandbox) []string {
