@@ -33,8 +33,9 @@ func (Mongo) Spec() Spec {
 // gets a quarter of it and the storage engine's cache is sized for the
 // rest (--wiredTigerCacheSizeGB: a quarter of the limit, at least the
 // 0.25 GB mongod accepts), so that a full sandbox refuses writes instead
-// of being killed for memory; /data/configdb holds next to nothing.
-func (Mongo) Container(cred Credentials, lim Limits) Container {
+// of being killed for memory; /data/configdb holds next to nothing, and
+// so does any other VOLUME of img (1/64 of the limit each).
+func (m Mongo) Container(cred Credentials, lim Limits, img Image) Container {
 	c := Container{
 		Env: map[string]string{
 			"MONGO_INITDB_ROOT_USERNAME": cred.User,
@@ -48,6 +49,7 @@ func (Mongo) Container(cred Credentials, lim Limits) Container {
 		c.Tmpfs["/data/db"] = tmpfsSize(lim.share(1, 4, 16*mib))
 		c.Tmpfs["/data/configdb"] = tmpfsSize(lim.share(1, 64, mib))
 	}
+	c.coverVolumes(img.volumes(m.Spec().Tmpfs), lim.share(1, 64, mib))
 	return c
 }
 

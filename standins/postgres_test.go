@@ -167,7 +167,7 @@ func TestPostgresEnginesCommand(t *testing.T) {
 	t.Parallel()
 	password := testkit.RandomHex(16)
 	cred := engines.Credentials{User: engines.DefaultUser, Password: password, Database: engines.DefaultDatabase}
-	cc := engines.Postgres{}.Container(cred, engines.Limits{MemoryBytes: 512 << 20})
+	cc := engines.Postgres{}.Container(cred, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
 	opts := runOpts{Publish: []string{"5432/tcp"}, Cmd: cc.Command}
 	for k, v := range cc.Env {
 		opts.Env = append(opts.Env, k+"="+v)

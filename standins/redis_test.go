@@ -26,7 +26,7 @@ const redisReadyDeadline = 15 * time.Second
 func TestRedis(t *testing.T) {
 	t.Parallel()
 	password := testkit.RandomHex(16)
-	engine := engines.Redis{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20})
+	engine := engines.Redis{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
 	var engineEnv []string
 	for k, v := range engine.Env {
 		engineEnv = append(engineEnv, k+"="+v)
