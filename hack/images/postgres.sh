@@ -108,9 +108,14 @@ rm -rf "$work/pkg"
 [[ -x "$root$prefix/bin/postgres" ]] || die "the tarball has no bin/postgres"
 
 # Listen on every address by default, as the official image does (initdb
-# copies this sample into each new PGDATA).
+# copies this sample into each new PGDATA), and keep the socket in
+# /var/run/postgresql, where the official images' builds put it and
+# Debian's psql looks (the embedded build says /tmp; initdb rewrites the
+# sample's own unix_socket_directories line to that, so the setting is a
+# line of its own at the end).
 sample="$root$prefix/share/postgresql/postgresql.conf.sample"
 sed -ri "s!^#?(listen_addresses)\s*=\s*\S+.*!\1 = '*'!" "$sample"
+printf "\n# sandboxer stand-in: the official images' socket directory\nunix_socket_directories = '/var/run/postgresql'\n" >>"$sample"
 grep -q "^listen_addresses = '\*'" "$sample" || die "could not set listen_addresses in postgresql.conf.sample"
 
 purge=()
