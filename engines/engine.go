@@ -66,6 +66,10 @@ type Spec struct {
 	Tmpfs []string
 	// ReadyTimeout is how long the probe may take to pass after start.
 	ReadyTimeout time.Duration
+	// MemoryBytes is the engine's own default memory limit, for a server
+	// whose documented floor does not fit the provisioner's default (0:
+	// the provisioner's default). A limit the caller sets wins.
+	MemoryBytes int64
 }
 
 // Container is the engine-specific part of a sandbox's run spec.

@@ -10,6 +10,7 @@
 package provision
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -406,7 +407,8 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 }
 
 func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
-	cc := s.engine.Container(s.cred, engines.Limits{MemoryBytes: p.opts.MemoryBytes}, s.img)
+	memory := cmp.Or(p.opts.MemoryBytes, s.spec.MemoryBytes, DefaultMemoryBytes)
+	cc := s.engine.Container(s.cred, engines.Limits{MemoryBytes: memory}, s.img)
 	lbls := maps.Clone(p.opts.Labels)
 	if lbls == nil {
 		lbls = map[string]string{}
@@ -422,7 +424,7 @@ func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 		Command:     append(slices.Clone(cc.Command), p.opts.Args[s.spec.Name]...),
 		Labels:      lbls,
 		Tmpfs:       maps.Clone(cc.Tmpfs),
-		MemoryBytes: p.opts.MemoryBytes,
+		MemoryBytes: memory,
 		CPUs:        p.opts.CPUs,
 		Network:     p.opts.Network,
 	}

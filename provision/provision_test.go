@@ -314,7 +314,7 @@ func TestNamingLabelsAndLimits(t *testing.T) {
 				assert.Regexp(t, `^[0-9a-f]{16}$`, s.Labels[labels.For(tt.prefix).Call])
 				assert.Equal(t, "core", s.Labels["team"], "extra labels are added")
 				assert.Len(t, s.Labels, 5)
-				assert.Equal(t, int64(512<<20), s.MemoryBytes)
+				assert.Equal(t, cmp.Or(e.Spec().MemoryBytes, int64(512<<20)), s.MemoryBytes, "the engine's own default limit, else 512 MiB")
 				assert.Equal(t, 1.0, s.CPUs)
 				assert.Equal(t, e.Spec().Image, s.Image)
 				var tmpfs []string
@@ -1503,11 +1503,12 @@ func TestBudgetFollowsTheMemoryLimit(t *testing.T) {
 			opts.MemoryBytes = limit
 			_, err := w.provisioner(opts).Provision(ctxT(t), "1", engines.Default.Names())
 			require.NoError(t, err)
-			want := cmp.Or(limit, provision.DefaultMemoryBytes)
 			specs := runs.get()
 			require.Len(t, specs, len(engines.Default.Names()))
 			for _, s := range specs {
 				e, _ := engines.Default.Lookup(s.Labels[labels.For(labels.DefaultPrefix).Engine])
+				// The engine's own default limit (mongo's 1 GiB) when none is set.
+				want := cmp.Or(limit, e.Spec().MemoryBytes, provision.DefaultMemoryBytes)
 				cc := e.Container(engines.Credentials{}, engines.Limits{MemoryBytes: want}, engines.Image{})
 				assert.Equal(t, want, s.MemoryBytes)
 				assert.Equal(t, cc.Tmpfs, s.Tmpfs, "%s: the engine's tmpfs bounds for %d MiB", e.Spec().Name, want>>20)
