@@ -363,3 +363,26 @@ func TestRegister(t *testing.T) {
 	assert.Equal(t, 1, reg.Index("kv"))
 	assert.Equal(t, -1, reg.Index("postgres"))
 }
+
+// TestMongoFitsMongodsFloor: mongo's own default limit (1 GiB) holds the
+// WiredTiger cache's floor (0.25 GB) beside its data tmpfs, and mongod is
+// given the server parameters a bounded data directory needs: an index
+// build disk floor below the tmpfs, no diagnostic data in it, a journal
+// of small files that are not preallocated.
+func TestMongoFitsMongodsFloor(t *testing.T) {
+	m := engines.Mongo{}
+	lim := m.Spec().MemoryBytes
+	require.Equal(t, int64(1<<30), lim)
+	c := m.Container(engines.Credentials{User: "sandbox", Password: "pw"}, engines.Limits{MemoryBytes: lim}, engines.Image{})
+	argv := strings.Join(c.Command, " ")
+	for _, want := range []string{
+		"--wiredTigerCacheSizeGB 0.25",
+		"--setParameter indexBuildMinAvailableDiskSpaceMB=16",
+		"--setParameter diagnosticDataCollectionEnabled=false",
+		"--wiredTigerEngineConfigString log=(file_max=16MB,prealloc=false)",
+	} {
+		assert.Contains(t, argv, want)
+	}
+	assert.Equal(t, "size=268435456", c.Tmpfs["/data/db"])
+	assert.Less(t, int64(256<<20)+int64(268435456), lim*3/4, "cache and data leave a quarter for mongod itself")
+}

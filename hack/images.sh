@@ -3,8 +3,9 @@
 # stand-in images (what `make images` runs). Idempotent, and fast when warm:
 #
 #   - imagetool (hack/imagetool) is built once per source hash into the cache;
-#   - each image (busybox, busybox-volume, pause, postgres, postgres18, redis, and mongo when
-#     hack/images/mongo.sh exists) has an input hash over its script
+#   - each image (busybox, busybox-volume, pause, postgres, postgres18,
+#     redis, and mongo when hack/images/mongo.sh exists) has an input hash
+#     over its script
 #     hack/images/<name>.sh, hack/images/common.sh, its asset folder
 #     hack/images/<name>/, the files its script names on a
 #     "# sandboxer-inputs:" line, and imagetool's sources; its OCI layout
