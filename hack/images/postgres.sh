@@ -142,6 +142,7 @@ chroot_run "$root" sh -ec '
 ' sh "/usr/lib/postgresql/$client/bin" "$prefix/bin"
 
 # Directories as the official image makes them.
+# shellcheck disable=SC2016 # the rootfs's sh expands it, with the volume as $1
 chroot_run "$root" sh -ec '
 	install -d -o postgres -g postgres -m 3777 /var/run/postgresql
 	install -d -o postgres -g postgres -m 1777 /var/lib/postgresql
