@@ -19,7 +19,7 @@ import (
 func (s *Suite) spec(engine, name string, cred engines.Credentials, labels map[string]string) runtime.RunSpec {
 	e, _ := s.Registry.Lookup(engine)
 	sp := e.Spec()
-	cc := e.Container(cred, engines.Limits{MemoryBytes: provision.DefaultMemoryBytes})
+	cc := e.Container(cred, engines.Limits{MemoryBytes: provision.DefaultMemoryBytes}, engines.Image{})
 	spec := runtime.RunSpec{
 		Name:        name,
 		Image:       s.Images[engine],

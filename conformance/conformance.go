@@ -96,6 +96,7 @@ var semantics = []semantic{
 	{"PullMissingIsImageNotFound", testPullMissingIsImageNotFound},
 	{"RunAbsentImageIsImageNotFound", testRunAbsentImageIsImageNotFound},
 	{"ImageIDIsConfigDigest", testImageIDIsConfigDigest},
+	{"ImageConfigIsTheRegistrys", testImageConfigIsTheRegistrys},
 	{"SaveLoadRoundTrip", testSaveLoadRoundTrip},
 	{"RemoveImageInUseKeepsContainer", testRemoveImageInUseKeepsContainer},
 	{"LoadMalformedLeavesNothing", testLoadMalformedLeavesNothing},

@@ -27,6 +27,8 @@
 //     ErrImageNotFound and leaves no container behind.
 //   - ImageIDIsConfigDigest: ImageID is the config digest the registry
 //     serves; ImageID and SaveImage of an absent image are ErrImageNotFound.
+//   - ImageConfigIsTheRegistrys: ImageConfig's Env and VOLUMEs are those of
+//     the config the registry serves; an absent image is ErrImageNotFound.
 //   - SaveLoadRoundTrip: a saved image with one more layer (appended by
 //     go-containerregistry) loads under its tag, shows in the runtime's own
 //     image list, has its config digest as ID and runs with the new file.

@@ -111,6 +111,36 @@ func testImageIDIsConfigDigest(t *testing.T, s *suite) {
 	assert.ErrorIs(t, err, runtime.ErrImageNotFound, "save of an absent image")
 }
 
+// testImageConfigIsTheRegistrys: ImageConfig reports the Env and the
+// VOLUMEs of the image's config as the registry serves it (the layout an
+// engine places its tmpfs by), and an absent image is ErrImageNotFound.
+func testImageConfigIsTheRegistrys(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	if s.forms.NoImageStore {
+		_, err := s.rt.ImageConfig(ctx, s.cfg.Fixtures.BusyboxVolume)
+		assert.ErrorIs(t, err, runtime.ErrUnsupported, "no image store: no image config to read")
+		return
+	}
+	s.requireRegistry(t)
+	ref, err := name.ParseReference(s.cfg.Fixtures.BusyboxVolume, name.Insecure)
+	require.NoError(t, err)
+	img, err := remote.Image(ref, remote.WithContext(ctx))
+	require.NoError(t, err, "the registry serves %s", ref)
+	want, err := img.ConfigFile()
+	require.NoError(t, err)
+
+	got, err := s.rt.ImageConfig(ctx, s.cfg.Fixtures.BusyboxVolume)
+	require.NoError(t, err, "image config of %s", s.cfg.Fixtures.BusyboxVolume)
+	assert.Equal(t, want.Config.Env, got.Env, "Env as the registry serves it")
+	assert.Equal(t, []string{"/data"}, got.Volumes, "the VOLUMEs as the registry serves them")
+	require.Contains(t, want.Config.Volumes, "/data", "the fixture declares VOLUME /data")
+
+	absent := s.loadRef()
+	_, err = s.rt.ImageConfig(ctx, absent)
+	assert.ErrorIs(t, err, runtime.ErrImageNotFound, "image config of an absent image")
+	assertErrorNames(t, err, s.rt.Name(), absent)
+}
+
 // testSaveLoadRoundTrip: an image saved through the port, given one more
 // layer by go-containerregistry and loaded back under a new tag, is
 // present under that tag in the runtime's own image list, has the derived

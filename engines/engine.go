@@ -32,10 +32,12 @@ type Engine interface {
 	// Spec is the engine's static description.
 	Spec() Spec
 	// Container is how the sandbox container is started for cred within
-	// lim: the engine sizes its memory budget (every tmpfs, the server's
-	// caches and buffers) from lim, so that a full sandbox answers with the
-	// engine's own "full" error instead of being killed for memory.
-	Container(cred Credentials, lim Limits) Container
+	// lim, from img: the engine places a tmpfs on every VOLUME img
+	// declares and its data where img's entrypoint looks for it, and sizes
+	// its memory budget (every tmpfs, the server's caches and buffers)
+	// from lim, so that a full sandbox answers with the engine's own
+	// "full" error instead of being killed for memory.
+	Container(cred Credentials, lim Limits, img Image) Container
 	// Probe is the readiness check run inside the sandbox container via
 	// exec, against ep (the sandbox's own non-loopback address and its
 	// container port). Every step must pass, in order.
@@ -56,20 +58,25 @@ type Spec struct {
 	Image string
 	// Port is the port the server listens on inside the container.
 	Port int
-	// Tmpfs lists the paths mounted as tmpfs: every VOLUME of the image, so
-	// that nothing reaches the host disk and no anonymous volume is left,
-	// and any other directory the engine keeps data in (postgres's WAL).
-	// Container gives each its mount options.
+	// Tmpfs lists the paths mounted as tmpfs for the default image: every
+	// VOLUME of it, so that nothing reaches the host disk and no anonymous
+	// volume is left, and any other directory the engine keeps data in
+	// (postgres's WAL). Container derives the paths for the image it is
+	// given (Image) and gives each its mount options.
 	Tmpfs []string
 	// ReadyTimeout is how long the probe may take to pass after start.
 	ReadyTimeout time.Duration
+	// MemoryBytes is the engine's own default memory limit, for a server
+	// whose documented floor does not fit the provisioner's default (0:
+	// the provisioner's default). A limit the caller sets wins.
+	MemoryBytes int64
 }
 
 // Container is the engine-specific part of a sandbox's run spec.
 type Container struct {
 	Env     map[string]string
 	Command []string
-	// Tmpfs holds the mount options of every path of Spec.Tmpfs (a bounded
+	// Tmpfs holds the mount options of every tmpfs path (a bounded
 	// size when the limits give a memory budget; "" is the runtime's
 	// default, which is half the host's memory).
 	Tmpfs map[string]string

@@ -31,7 +31,7 @@ func BenchmarkDescribe(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				_ = e.Spec()
-				_ = e.Container(cred, engines.Limits{MemoryBytes: 512 << 20})
+				_ = e.Container(cred, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
 				_ = e.Probe(ep, cred)
 				_ = e.Env("ROBOCO_TEST", ep, cred)
 			}

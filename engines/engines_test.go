@@ -28,7 +28,7 @@ func TestDefaultRegistry(t *testing.T) {
 		tmpfs   []string
 		timeout time.Duration
 	}{
-		{"postgres", "pg", "postgres:16-alpine", 5432, []string{"/var/lib/postgresql/data", "/var/lib/postgresql/wal", "/var/lib/postgresql/tablespace"}, 60 * time.Second},
+		{"postgres", "pg", "postgres:16-alpine", 5432, []string{"/var/lib/postgresql/data", "/var/lib/sandboxer/wal", "/var/lib/sandboxer/tablespace"}, 60 * time.Second},
 		{"redis", "redis", "redis:8-alpine", 6379, []string{"/data"}, 15 * time.Second},
 		{"mongo", "mongo", "mongo:8", 27017, []string{"/data/db", "/data/configdb"}, 60 * time.Second},
 	}
@@ -135,10 +135,10 @@ func TestContainerDefaults(t *testing.T) {
 	}{
 		{"postgres",
 			map[string]string{"POSTGRES_USER": "sandbox", "POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "sandbox",
-				"POSTGRES_INITDB_WALDIR": "/var/lib/postgresql/wal"},
+				"POSTGRES_INITDB_WALDIR": "/var/lib/sandboxer/wal", "PGDATA": "/var/lib/postgresql/data"},
 			[]string{"sandboxer-postgres", "postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-				"-c", "wal_level=minimal", "-c", "max_wal_senders=0", "-c", "wal_skip_threshold=0"},
-			map[string]string{"/var/lib/postgresql/data": "", "/var/lib/postgresql/wal": "", "/var/lib/postgresql/tablespace": ""}},
+				"-c", "wal_level=minimal", "-c", "max_wal_senders=0", "-c", "wal_skip_threshold=0", "-c", "jit=off"},
+			map[string]string{"/var/lib/postgresql/data": "", "/var/lib/sandboxer/wal": "", "/var/lib/sandboxer/tablespace": ""}},
 		{"redis", map[string]string{"REDIS_PASSWORD": "pw"},
 			[]string{"redis-server", "--save", "", "--appendonly", "no"},
 			map[string]string{"/data": ""}},
@@ -148,7 +148,7 @@ func TestContainerDefaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.engine, func(t *testing.T) {
 			e, _ := engines.Default.Lookup(tt.engine)
-			c := e.Container(cred, engines.Limits{})
+			c := e.Container(cred, engines.Limits{}, engines.Image{})
 			assert.Equal(t, tt.env, c.Env)
 			assert.Equal(t, tt.command, afterScript(c.Command))
 			assert.Equal(t, tt.tmpfs, c.Tmpfs, "no limit: no bound")
@@ -177,10 +177,10 @@ func TestContainerBudget(t *testing.T) {
 		args   []string // server settings the budget sets, in argv
 	}{
 		{"postgres", 512 * mib,
-			map[string]string{"/var/lib/postgresql/data": "size=50331648", "/var/lib/postgresql/wal": "size=100663296", "/var/lib/postgresql/tablespace": "size=201326592"},
+			map[string]string{"/var/lib/postgresql/data": "size=50331648", "/var/lib/sandboxer/wal": "size=100663296", "/var/lib/sandboxer/tablespace": "size=201326592"},
 			[]string{"-c", "shared_buffers=32MB", "-c", "maintenance_work_mem=32MB", "-c", "work_mem=4MB", "-c", "max_wal_size=32MB", "-c", "min_wal_size=32MB"}},
 		{"postgres", 2048 * mib,
-			map[string]string{"/var/lib/postgresql/data": "size=134217728", "/var/lib/postgresql/wal": "size=402653184", "/var/lib/postgresql/tablespace": "size=805306368"},
+			map[string]string{"/var/lib/postgresql/data": "size=134217728", "/var/lib/sandboxer/wal": "size=402653184", "/var/lib/sandboxer/tablespace": "size=805306368"},
 			[]string{"-c", "shared_buffers=128MB", "-c", "maintenance_work_mem=128MB", "-c", "work_mem=16MB", "-c", "max_wal_size=96MB", "-c", "min_wal_size=32MB"}},
 		{"redis", 512 * mib, map[string]string{"/data": "size=16777216"},
 			[]string{"--maxmemory", "256mb", "--maxmemory-policy", "noeviction"}},
@@ -194,7 +194,7 @@ func TestContainerBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%dMiB", tt.engine, tt.limit/mib), func(t *testing.T) {
 			e, _ := engines.Default.Lookup(tt.engine)
-			c := e.Container(cred, engines.Limits{MemoryBytes: tt.limit})
+			c := e.Container(cred, engines.Limits{MemoryBytes: tt.limit}, engines.Image{})
 			assert.Equal(t, tt.tmpfs, c.Tmpfs)
 			assert.Equal(t, slices.Sorted(maps.Keys(c.Tmpfs)), slices.Sorted(slices.Values(e.Spec().Tmpfs)), "every tmpfs of the spec has its options")
 			argv := strings.Join(c.Command, " ")
@@ -207,6 +207,55 @@ func TestContainerBudget(t *testing.T) {
 				sum += n
 			}
 			assert.Less(t, sum, tt.limit*3/4, "the tmpfs bounds leave headroom for the server")
+		})
+	}
+}
+
+// TestContainerFollowsTheImage: where the image keeps its data (its
+// config's PGDATA and VOLUMEs) is where the tmpfs go, each bounded, with
+// PGDATA set to the image's own; an image whose config is not known (no
+// image store) gets a layout every official postgres image accepts.
+func TestContainerFollowsTheImage(t *testing.T) {
+	const mib = 1 << 20
+	cred := engines.Credentials{User: "sandbox", Password: "pw", Database: "sandbox"}
+	image := func(pgdata string, volumes ...string) engines.Image {
+		return engines.ImageOf(runtime.ImageConfig{Env: []string{"PATH=/usr/bin", "PGDATA=" + pgdata}, Volumes: volumes})
+	}
+	tests := []struct {
+		name   string
+		engine string
+		img    engines.Image
+		pgdata string // "": not postgres
+		tmpfs  map[string]string
+	}{
+		{"postgres16", "postgres", image("/var/lib/postgresql/data", "/var/lib/postgresql/data"), "/var/lib/postgresql/data",
+			map[string]string{"/var/lib/postgresql/data": "size=50331648", "/var/lib/sandboxer/wal": "size=100663296", "/var/lib/sandboxer/tablespace": "size=201326592"}},
+		{"postgres18", "postgres", image("/var/lib/postgresql/18/docker", "/var/lib/postgresql"), "/var/lib/postgresql/18/docker",
+			map[string]string{"/var/lib/postgresql": "size=50331648", "/var/lib/sandboxer/wal": "size=100663296", "/var/lib/sandboxer/tablespace": "size=201326592"}},
+		{"PGDATAOnNoVolume", "postgres", image("/pg/data", "/var/lib/postgresql", "/etc/extra"), "/pg/data",
+			map[string]string{"/pg/data": "size=50331648", "/var/lib/postgresql": "size=4194304", "/etc/extra": "size=4194304",
+				"/var/lib/sandboxer/wal": "size=100663296", "/var/lib/sandboxer/tablespace": "size=201326592"}},
+		{"postgresUnknownImage", "postgres", engines.Image{}, "/var/lib/postgresql/data",
+			map[string]string{"/var/lib/postgresql/data": "size=50331648", "/var/lib/sandboxer/wal": "size=100663296", "/var/lib/sandboxer/tablespace": "size=201326592"}},
+		{"redisExtraVolume", "redis", engines.ImageOf(runtime.ImageConfig{Volumes: []string{"/data", "/etc/redis"}}), "",
+			map[string]string{"/data": "size=16777216", "/etc/redis": "size=4194304"}},
+		{"mongoNoVolumes", "mongo", engines.ImageOf(runtime.ImageConfig{}), "",
+			map[string]string{"/data/db": "size=134217728", "/data/configdb": "size=8388608"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := engines.Default.Lookup(tt.engine)
+			c := e.Container(cred, engines.Limits{MemoryBytes: 512 * mib}, tt.img)
+			assert.Equal(t, tt.tmpfs, c.Tmpfs)
+			if tt.pgdata != "" {
+				assert.Equal(t, tt.pgdata, c.Env["PGDATA"])
+			}
+			for _, v := range tt.img.Config.Volumes {
+				assert.Contains(t, c.Tmpfs, v, "every VOLUME of the image gets a tmpfs")
+			}
+			for p, o := range c.Tmpfs {
+				assert.True(t, strings.HasPrefix(o, "size="), "%s is bounded", p)
+			}
 		})
 	}
 }
@@ -274,7 +323,7 @@ func TestCredentials(t *testing.T) {
 type fakeEngine struct{ spec engines.Spec }
 
 func (f fakeEngine) Spec() engines.Spec { return f.spec }
-func (fakeEngine) Container(engines.Credentials, engines.Limits) engines.Container {
+func (fakeEngine) Container(engines.Credentials, engines.Limits, engines.Image) engines.Container {
 	return engines.Container{}
 }
 func (fakeEngine) Probe(engines.Endpoint, engines.Credentials) []engines.ProbeStep {
@@ -313,4 +362,27 @@ func TestRegister(t *testing.T) {
 	assert.Equal(t, []string{"mongo", "kv"}, reg.Names(), "registration order")
 	assert.Equal(t, 1, reg.Index("kv"))
 	assert.Equal(t, -1, reg.Index("postgres"))
+}
+
+// TestMongoFitsMongodsFloor: mongo's own default limit (1 GiB) holds the
+// WiredTiger cache's floor (0.25 GB) beside its data tmpfs, and mongod is
+// given the server parameters a bounded data directory needs: an index
+// build disk floor below the tmpfs, no diagnostic data in it, a journal
+// of small files that are not preallocated.
+func TestMongoFitsMongodsFloor(t *testing.T) {
+	m := engines.Mongo{}
+	lim := m.Spec().MemoryBytes
+	require.Equal(t, int64(1<<30), lim)
+	c := m.Container(engines.Credentials{User: "sandbox", Password: "pw"}, engines.Limits{MemoryBytes: lim}, engines.Image{})
+	argv := strings.Join(c.Command, " ")
+	for _, want := range []string{
+		"--wiredTigerCacheSizeGB 0.25",
+		"--setParameter indexBuildMinAvailableDiskSpaceMB=16",
+		"--setParameter diagnosticDataCollectionEnabled=false",
+		"--wiredTigerEngineConfigString log=(file_max=16MB,prealloc=false)",
+	} {
+		assert.Contains(t, argv, want)
+	}
+	assert.Equal(t, "size=268435456", c.Tmpfs["/data/db"])
+	assert.Less(t, int64(256<<20)+int64(268435456), lim*3/4, "cache and data leave a quarter for mongod itself")
 }

@@ -230,8 +230,22 @@ func (Mongo) Fill(ctx context.Context, rawURL string, chunk int, limit int64) (F
 	return res, nil
 }
 
-// mongoFull tells a server's "full" answer.
+// mongoOutOfDiskSpace is mongod's OutOfDiskSpace error code
+// (src/mongo/base/error_codes.yml), what it answers a write with while its
+// disk space monitor finds the data directory full.
+const mongoOutOfDiskSpace = 14031
+
+// mongoFull tells a server's "full" answer: mongod's OutOfDiskSpace, or
+// the stand-in's (FerretDB on SQLite) "database or disk is full". A
+// dropped connection is never "full": WiredTiger panics on ENOSPC during
+// a checkpoint and mongod ends, which is a death, not an answer.
 func mongoFull(err error) bool {
+	if se, ok := errors.AsType[mongo.ServerError](err); ok && se.HasErrorCode(mongoOutOfDiskSpace) {
+		return true
+	}
+	if mongo.IsNetworkError(err) {
+		return false
+	}
 	msg := strings.ToLower(err.Error())
 	return strings.Contains(msg, "full") || strings.Contains(msg, "no space left")
 }

@@ -17,7 +17,16 @@ import (
 // server on 127.0.0.1).
 type Mongo struct{}
 
-// Spec describes the mongo engine.
+// Spec describes the mongo engine. Its default memory limit is 1 GiB, not
+// the provisioner's 512 MiB: by MongoDB's own figures mongod's floor does
+// not fit in 512 MiB. The WiredTiger cache alone is at least 0.25 GB
+// (storage.wiredTiger.engineConfig.cacheSizeGB: "values can range from
+// 0.25 GB to 10000 GB", docs /reference/configuration-options), the data
+// directory is a tmpfs counted against the same limit, and the official
+// image's first start runs a temporary mongod plus mongosh (Node.js)
+// before the real server; 256 MiB of cache, 128 MiB of data and mongod's
+// own memory outside the cache (connections, the oplog-less catalog,
+// the journal buffers) leave nothing for that.
 func (Mongo) Spec() Spec {
 	return Spec{
 		Name:         "mongo",
@@ -26,15 +35,23 @@ func (Mongo) Spec() Spec {
 		Port:         27017,
 		Tmpfs:        []string{"/data/db", "/data/configdb"},
 		ReadyTimeout: 60 * time.Second,
+		MemoryBytes:  mongoMemoryBytes,
 	}
 }
+
+// mongoMemoryBytes is the mongo engine's default memory limit (see Spec).
+const mongoMemoryBytes = 1 << 30
 
 // Container sets the root user. Within a memory limit, the data directory
 // gets a quarter of it and the storage engine's cache is sized for the
 // rest (--wiredTigerCacheSizeGB: a quarter of the limit, at least the
 // 0.25 GB mongod accepts), so that a full sandbox refuses writes instead
-// of being killed for memory; /data/configdb holds next to nothing.
-func (Mongo) Container(cred Credentials, lim Limits) Container {
+// of being killed for memory; /data/configdb holds next to nothing, and
+// so does any other VOLUME of img (1/64 of the limit each). The server
+// parameters below give real mongod what MongoDB documents it needs on a
+// small, bounded data directory; the FerretDB stand-in ignores them (see
+// the README: they are not verified against mongod here).
+func (m Mongo) Container(cred Credentials, lim Limits, img Image) Container {
 	c := Container{
 		Env: map[string]string{
 			"MONGO_INITDB_ROOT_USERNAME": cred.User,
@@ -44,10 +61,38 @@ func (Mongo) Container(cred Credentials, lim Limits) Container {
 	}
 	if lim.MemoryBytes > 0 {
 		cache := float64(lim.share(1, 4, mib)) / (1 << 30)
-		c.Command = []string{"mongod", "--wiredTigerCacheSizeGB", strconv.FormatFloat(max(cache, 0.25), 'f', 2, 64)}
-		c.Tmpfs["/data/db"] = tmpfsSize(lim.share(1, 4, 16*mib))
+		data := lim.share(1, 4, 16*mib)
+		c.Command = []string{"mongod",
+			"--wiredTigerCacheSizeGB", strconv.FormatFloat(max(cache, 0.25), 'f', 2, 64),
+			// From 7.1, mongod refuses to start an index build, and
+			// aborts a running one, while the data directory has less
+			// free space than indexBuildMinAvailableDiskSpaceMB (default
+			// 500 MB: docs /reference/parameters,
+			// "indexBuildMinAvailableDiskSpaceMB"; jstests
+			// noPassthrough/index_build_min_disk_space*.js): more than the
+			// whole bounded /data/db. A sixteenth of it keeps the guard.
+			"--setParameter", "indexBuildMinAvailableDiskSpaceMB=" + strconv.FormatInt(max(data/16/mib, 1), 10),
+			// Full-time diagnostic data capture writes diagnostic.data
+			// into the data directory, up to
+			// diagnosticDataCollectionDirectorySizeMB (200 MB by default):
+			// docs /reference/parameters,
+			// "diagnosticDataCollectionEnabled".
+			"--setParameter", "diagnosticDataCollectionEnabled=false",
+			// The journal is WiredTiger's log, which mongod opens as
+			// log=(enabled=true,remove=true,path=journal,...)
+			// (src/mongo/db/storage/wiredtiger/wiredtiger_kv_engine.cpp)
+			// with WiredTiger's defaults of file_max=100MB and
+			// prealloc=true: a log file and a preallocated one, 200 MB,
+			// more than the bounded /data/db. The engine config string is
+			// appended to mongod's own (storage.wiredTiger.engineConfig.
+			// configString); WiredTiger documents both keys under
+			// wiredtiger_open's "log" settings.
+			"--wiredTigerEngineConfigString", "log=(file_max=" + strconv.FormatInt(max(data/16/mib, 1), 10) + "MB,prealloc=false)",
+		}
+		c.Tmpfs["/data/db"] = tmpfsSize(data)
 		c.Tmpfs["/data/configdb"] = tmpfsSize(lim.share(1, 64, mib))
 	}
+	c.coverVolumes(img.volumes(m.Spec().Tmpfs), lim.share(1, 64, mib))
 	return c
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,35 +15,44 @@ import (
 // through a temporary server on the unix socket only).
 type Postgres struct{}
 
-// Spec describes the postgres engine.
+// Spec describes the postgres engine. Tmpfs is the layout of the default
+// image (postgres:16-alpine: PGDATA and its VOLUME /var/lib/postgresql/data).
 func (Postgres) Spec() Spec {
 	return Spec{
 		Name:         "postgres",
 		Short:        "pg",
 		Image:        "postgres:16-alpine",
 		Port:         5432,
-		Tmpfs:        []string{pgData, pgWAL, pgTablespace},
+		Tmpfs:        []string{pgDefaultData, pgWAL, pgTablespace},
 		ReadyTimeout: 60 * time.Second,
 	}
 }
 
-// A sandbox's postgres keeps three directories, each on a tmpfs of its own,
-// so that what a consumer writes can fill only a place whose filling is an
+// A sandbox's postgres keeps three places, each on a tmpfs of its own, so
+// that what a consumer writes can fill only a place whose filling is an
 // ERROR for that statement:
 //   - pgTablespace holds the consumer's data: the sandbox database and
 //     every database created afterwards (template1 is moved there), so a
 //     per-test database lands there too;
-//   - pgData (the image's VOLUME, PGDATA) keeps the server's own files:
-//     the catalogs of postgres and template0, pg_xact, and what every
-//     checkpoint writes (a checkpoint that cannot write there is a PANIC,
-//     and the crash recovery that follows cannot finish on a full disk);
+//   - the data volume (the image's VOLUME that holds its PGDATA:
+//     /var/lib/postgresql/data up to 17, /var/lib/postgresql from 18)
+//     keeps the server's own files: the catalogs of postgres and
+//     template0, pg_xact, and what every checkpoint writes (a checkpoint
+//     that cannot write there is a PANIC, and the crash recovery that
+//     follows cannot finish on a full disk);
 //   - pgWAL (POSTGRES_INITDB_WALDIR, the official image's contract) holds
 //     the WAL, which max_wal_size keeps far below its tmpfs (a full WAL is
 //     a PANIC too).
+//
+// pgWAL and pgTablespace are outside /var/lib/postgresql, so that they
+// never nest in an image's VOLUME (18's is /var/lib/postgresql itself).
 const (
-	pgData       = "/var/lib/postgresql/data"
-	pgWAL        = "/var/lib/postgresql/wal"
-	pgTablespace = "/var/lib/postgresql/tablespace"
+	pgWAL        = "/var/lib/sandboxer/wal"
+	pgTablespace = "/var/lib/sandboxer/tablespace"
+	// pgDefaultData is PGDATA when the image does not say (its config is
+	// not known, or sets none): the official images' default up to 17,
+	// which 18's entrypoint also accepts when PGDATA is set to it.
+	pgDefaultData = "/var/lib/postgresql/data"
 )
 
 // pgMinWAL is the smallest max_wal_size/min_wal_size postgres takes (two
@@ -67,29 +77,67 @@ EOF
 exec docker-entrypoint.sh "$@"
 `
 
+// pgLayout is where a sandbox of an image keeps its data: PGDATA (the
+// image's, set explicitly in the container's env so that every start,
+// cold, warm or the template's, reads the same one), the tmpfs that holds
+// it (the image's VOLUME around PGDATA, or PGDATA itself when none is),
+// and the image's other VOLUMEs.
+type pgLayout struct {
+	pgdata string
+	data   string
+	others []string
+}
+
+func postgresLayout(img Image) pgLayout {
+	l := pgLayout{pgdata: img.env("PGDATA", pgDefaultData)}
+	vols := img.volumes([]string{pgDefaultData})
+	if !img.Known {
+		// No image store to ask (Kubernetes): PGDATA is set to the old
+		// default, on a tmpfs of its own. 18's entrypoint refuses a mount
+		// at /var/lib/postgresql/data only while PGDATA is its own
+		// default, and a VOLUME is no volume on such a runtime.
+		l.pgdata = pgDefaultData
+	}
+	l.data = volumeHolding(vols, l.pgdata)
+	if l.data == "" {
+		l.data = l.pgdata
+	}
+	for _, v := range vols {
+		if v != l.data && !strings.HasPrefix(v, l.data+"/") {
+			l.others = append(l.others, v)
+		}
+	}
+	return l
+}
+
 // Container turns durability off (a sandbox is thrown away, so fsync and
-// full-page writes only cost time) and, within a memory limit, sizes the
-// budget so that a full sandbox is an ERROR ("could not extend file ...
-// No space left on device", SQLSTATE 53100) and the server keeps serving:
+// full-page writes only cost time) and the JIT (LLVM's memory is outside
+// any budget; the official alpine images have it), places its tmpfs after
+// img's layout (pgLayout) and, within a memory limit, sizes the budget so
+// that a full sandbox is an ERROR ("could not extend file ... No space
+// left on device", SQLSTATE 53100) and the server keeps serving:
 //   - the consumer's data (pgTablespace): 3/8 of the limit (192 MiB of
 //     512 MiB);
-//   - the server's own files (pgData): 1/16, at least 48 MiB;
+//   - the server's own files (the data volume): 1/16, at least 48 MiB;
 //   - WAL (pgWAL): 3/16, at least 96 MiB, with max_wal_size at most a
 //     third of it, so checkpoints recycle WAL long before it could fill
 //     its tmpfs;
+//   - any other VOLUME of the image: 1/128, at least 1 MiB;
 //   - shared_buffers 1/16, maintenance_work_mem 1/16, work_mem 1/128;
 //   - the rest (about a quarter) is headroom for the server's processes.
 //
 // Dropped databases give their tmpfs pages back at once (DROP DATABASE
 // unlinks the files), so creating and dropping per-test databases never
 // accumulates.
-func (Postgres) Container(cred Credentials, lim Limits) Container {
+func (Postgres) Container(cred Credentials, lim Limits, img Image) Container {
+	l := postgresLayout(img)
 	c := Container{
 		Env: map[string]string{
 			"POSTGRES_USER":          cred.User,
 			"POSTGRES_PASSWORD":      cred.Password,
 			"POSTGRES_DB":            cred.Database,
 			"POSTGRES_INITDB_WALDIR": pgWAL,
+			"PGDATA":                 l.pgdata,
 		},
 		Command: []string{
 			"sh", "-c", pgStart, "sandboxer-postgres",
@@ -100,16 +148,19 @@ func (Postgres) Container(cred Credentials, lim Limits) Container {
 			"-c", "wal_level=minimal",
 			"-c", "max_wal_senders=0",
 			"-c", "wal_skip_threshold=0",
+			"-c", "jit=off",
 		},
-		Tmpfs: map[string]string{pgData: "", pgWAL: "", pgTablespace: ""},
+		Tmpfs: map[string]string{l.data: "", pgWAL: "", pgTablespace: ""},
 	}
 	if lim.MemoryBytes <= 0 {
+		c.coverVolumes(l.others, 0)
 		return c
 	}
 	wal := lim.share(3, 16, 3*pgMinWAL)
 	c.Tmpfs[pgTablespace] = tmpfsSize(lim.share(3, 8, 16*mib))
-	c.Tmpfs[pgData] = tmpfsSize(lim.share(1, 16, 48*mib))
+	c.Tmpfs[l.data] = tmpfsSize(lim.share(1, 16, 48*mib))
 	c.Tmpfs[pgWAL] = tmpfsSize(wal)
+	c.coverVolumes(l.others, lim.share(1, 128, mib))
 	c.Command = append(c.Command,
 		"-c", "shared_buffers="+mb(lim.share(1, 16, 16*mib), "MB"),
 		"-c", "maintenance_work_mem="+mb(lim.share(1, 16, 8*mib), "MB"),

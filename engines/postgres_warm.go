@@ -4,7 +4,7 @@ package engines
 var _ Warmer = Postgres{}
 
 // WarmKey is the version of the recipe below.
-func (Postgres) WarmKey() string { return "postgres-warm-1" }
+func (Postgres) WarmKey() string { return "postgres-warm-2" }
 
 // TemplateEntrypoint runs the image's docker-entrypoint.sh (the official
 // image's contract) in the background and, once the server it ends in has

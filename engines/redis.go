@@ -53,8 +53,9 @@ EOF
 // sandbox refuses writes with "OOM command not allowed when used memory >
 // 'maxmemory'" and keeps serving reads; the rest is headroom for the
 // allocator's fragmentation and the clients' buffers. /data holds nothing
-// with persistence off, and gets 1/32 of the limit.
-func (Redis) Container(cred Credentials, lim Limits) Container {
+// with persistence off, and gets 1/32 of the limit; any other VOLUME of
+// img 1/128.
+func (r Redis) Container(cred Credentials, lim Limits, img Image) Container {
 	c := Container{
 		Env:     map[string]string{redisPasswordEnv: cred.Password},
 		Command: []string{"sh", "-c", redisStart, "redis-server", "--save", "", "--appendonly", "no"},
@@ -66,6 +67,7 @@ func (Redis) Container(cred Credentials, lim Limits) Container {
 			"--maxmemory-policy", "noeviction")
 		c.Tmpfs["/data"] = tmpfsSize(lim.share(1, 32, mib))
 	}
+	c.coverVolumes(img.volumes(r.Spec().Tmpfs), lim.share(1, 128, mib))
 	return c
 }
 

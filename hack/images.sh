@@ -3,8 +3,9 @@
 # stand-in images (what `make images` runs). Idempotent, and fast when warm:
 #
 #   - imagetool (hack/imagetool) is built once per source hash into the cache;
-#   - each image (busybox, busybox-volume, pause, postgres, redis, and mongo when
-#     hack/images/mongo.sh exists) has an input hash over its script
+#   - each image (busybox, busybox-volume, pause, postgres, postgres18,
+#     redis, and mongo when hack/images/mongo.sh exists) has an input hash
+#     over its script
 #     hack/images/<name>.sh, hack/images/common.sh, its asset folder
 #     hack/images/<name>/, the files its script names on a
 #     "# sandboxer-inputs:" line, and imagetool's sources; its OCI layout
@@ -41,7 +42,7 @@ fail() {
 	exit 1
 }
 
-all=(busybox busybox-volume pause postgres redis)
+all=(busybox busybox-volume pause postgres postgres18 redis)
 [[ -f "$images/mongo.sh" ]] && all+=(mongo)
 if (($#)); then
 	names=("$@")
@@ -213,7 +214,7 @@ done
 {
 	echo "# Written by hack/images.sh: the offline stand-in images it serves."
 	echo "SANDBOXER_REGISTRY=${env[SANDBOXER_REGISTRY]}"
-	for n in busybox busybox-volume pause postgres redis mongo; do
+	for n in busybox busybox-volume pause postgres postgres18 redis mongo; do
 		k=${n^^}
 		k=SANDBOXER_IMAGE_${k//-/_}
 		if [[ -n "${env[$k]:-}" ]]; then

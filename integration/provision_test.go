@@ -409,7 +409,7 @@ func (e env) baseline(ctx context.Context, svc string, round int) (time.Duration
 	if err != nil {
 		return 0, err
 	}
-	cc := eng.Container(cred, engines.Limits{MemoryBytes: provision.DefaultMemoryBytes})
+	cc := eng.Container(cred, engines.Limits{MemoryBytes: provision.DefaultMemoryBytes}, engines.Image{})
 	start := time.Now()
 	ctr, err := e.RT.Run(ctx, runtime.RunSpec{
 		Name:        fmt.Sprintf("%s-baseline-%s-%d", e.Prefix, spec.Short, round),

@@ -25,12 +25,12 @@ type mismatched struct {
 	handedOut *[]string
 }
 
-func (m mismatched) Container(cred engines.Credentials, lim engines.Limits) engines.Container {
+func (m mismatched) Container(cred engines.Credentials, lim engines.Limits, img engines.Image) engines.Container {
 	m.mu.Lock()
 	*m.handedOut = append(*m.handedOut, cred.Password)
 	m.mu.Unlock()
 	cred.Password = strings.Repeat("0", len(cred.Password))
-	return m.Engine.Container(cred, lim)
+	return m.Engine.Container(cred, lim, img)
 }
 
 func (m mismatched) Login(ctx context.Context, rawURL string) (engines.Session, error) {

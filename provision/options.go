@@ -46,7 +46,8 @@ type Options struct {
 	// 127.0.0.1 with an ephemeral host port, and the env hands that out.
 	Network string
 
-	// MemoryBytes is each sandbox's memory limit (default 512 MiB).
+	// MemoryBytes is each sandbox's memory limit (default: the engine's
+	// own, engines.Spec.MemoryBytes, else 512 MiB).
 	MemoryBytes int64
 	// CPUs is each sandbox's CPU quota in cores (default 1).
 	CPUs float64
@@ -183,9 +184,6 @@ func (o Options) Validate() error {
 func (o Options) withDefaults() Options {
 	if o.Registry == nil {
 		o.Registry = engines.Default
-	}
-	if o.MemoryBytes == 0 {
-		o.MemoryBytes = DefaultMemoryBytes
 	}
 	if o.CPUs == 0 {
 		o.CPUs = DefaultCPUs

@@ -10,6 +10,7 @@
 package provision
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,11 +107,15 @@ type call struct {
 
 // service is one service's work within a call.
 type service struct {
-	engine  engines.Engine
-	spec    engines.Spec
-	cred    engines.Credentials
-	name    string
-	image   string
+	engine engines.Engine
+	spec   engines.Spec
+	cred   engines.Credentials
+	name   string
+	image  string
+	// img is where image keeps its data, as its config says (read by
+	// ensureImage or readImage; unknown on a runtime without an image
+	// store).
+	img     engines.Image
 	started time.Time
 	// created is the container this service ran (zero until Run
 	// returned); read after the errgroup is done.
@@ -357,7 +362,7 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 		return err
 	}
 	if ok {
-		return nil
+		return p.readImage(ctx, s)
 	}
 	p.emit(ctx, p.event(EventPullStart, c, s, nil))
 	pctx, cancel := context.WithTimeout(ctx, p.opts.PullTimeout)
@@ -376,6 +381,21 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 		return err
 	}
 	p.emit(ctx, p.event(EventPulled, c, s, nil))
+	return p.readImage(ctx, s)
+}
+
+// readImage reads where s's image keeps its data from its config, for the
+// engine to lay the sandbox out by (engines.Image). A runtime without an
+// image store (runtime.ErrUnsupported) leaves it unknown.
+func (p *Provisioner) readImage(ctx context.Context, s *service) error {
+	cfg, err := p.rt.ImageConfig(ctx, s.image)
+	if errors.Is(err, runtime.ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.img = engines.ImageOf(cfg)
 	return nil
 }
 
@@ -472,7 +492,8 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 }
 
 func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
-	cc := s.engine.Container(s.cred, engines.Limits{MemoryBytes: p.opts.MemoryBytes})
+	memory := cmp.Or(p.opts.MemoryBytes, s.spec.MemoryBytes, DefaultMemoryBytes)
+	cc := s.engine.Container(s.cred, engines.Limits{MemoryBytes: memory}, s.img)
 	lbls := maps.Clone(p.opts.Labels)
 	if lbls == nil {
 		lbls = map[string]string{}
@@ -488,7 +509,7 @@ func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 		Command:     append(slices.Clone(cc.Command), p.opts.Args[s.spec.Name]...),
 		Labels:      lbls,
 		Tmpfs:       maps.Clone(cc.Tmpfs),
-		MemoryBytes: p.opts.MemoryBytes,
+		MemoryBytes: memory,
 		CPUs:        p.opts.CPUs,
 		Network:     p.opts.Network,
 	}

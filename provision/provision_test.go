@@ -317,7 +317,7 @@ func TestNamingLabelsAndLimits(t *testing.T) {
 				assert.Regexp(t, `^[0-9a-f]{16}$`, s.Labels[labels.For(tt.prefix).Call])
 				assert.Equal(t, "core", s.Labels["team"], "extra labels are added")
 				assert.Len(t, s.Labels, 5)
-				assert.Equal(t, int64(512<<20), s.MemoryBytes)
+				assert.Equal(t, cmp.Or(e.Spec().MemoryBytes, int64(512<<20)), s.MemoryBytes, "the engine's own default limit, else 512 MiB")
 				assert.Equal(t, 1.0, s.CPUs)
 				assert.Equal(t, e.Spec().Image, s.Image)
 				var tmpfs []string
@@ -350,7 +350,7 @@ func TestServerArgsAreAppended(t *testing.T) {
 	for _, s := range runs.get() {
 		e, ok := engines.Default.Lookup(s.Labels[keys.Engine])
 		require.True(t, ok)
-		own := e.Container(cred, engines.Limits{MemoryBytes: s.MemoryBytes}).Command
+		own := e.Container(cred, engines.Limits{MemoryBytes: s.MemoryBytes}, engines.Image{}).Command
 		require.GreaterOrEqual(t, len(s.Command), len(own))
 		if e.Spec().Name == "redis" {
 			assert.Equal(t, []string{"--databases", "1024"}, s.Command[len(own):])
@@ -807,7 +807,10 @@ func TestPreClearOwnerSnapshotFails(t *testing.T) {
 
 func TestTeardown(t *testing.T) {
 	w := newWorld(t)
-	w.fake.AddImage("redis:8-alpine", "/data", "/extra") // a VOLUME no tmpfs covers
+	w.fake.AddImage("redis:8-alpine", "/data", "/extra")
+	// A VOLUME no tmpfs covers: the image's config is not read (as on a
+	// runtime without an image store), so /extra becomes an anonymous volume.
+	w.fake.Fail(fakeruntime.VerbImageConfig, "redis:8-alpine", runtime.ErrUnsupported)
 	var calls record[string]
 	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
 		if c.Verb == fakeruntime.VerbKill || c.Verb == fakeruntime.VerbRemove {
@@ -894,6 +897,31 @@ func TestTeardownRemovesInParallel(t *testing.T) {
 // forced remove by the listed ID where IDs are never reused (Docker,
 // Podman), an identity check around a kill and a remove where they may be
 // (containerd: the ID is the name). Every sandbox of the owner is torn
+// TestRunSpecFollowsTheImage: the provisioner reads the image's config
+// through the port and the run spec places the data where the image keeps
+// it (postgres:18's PGDATA and VOLUME), with no tmpfs at the old path.
+func TestRunSpecFollowsTheImage(t *testing.T) {
+	w := newWorld(t)
+	w.fake.AddImage("postgres:16-alpine", "/var/lib/postgresql")
+	w.fake.SetImageEnv("postgres:16-alpine", "PGDATA=/var/lib/postgresql/18/docker", "PG_MAJOR=18")
+	var runs record[runtime.RunSpec]
+	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
+		if c.Verb == fakeruntime.VerbRun {
+			runs.add(c.Run)
+		}
+		return nil
+	})
+	_, err := w.provisioner(w.options()).Provision(ctxT(t), "l18", []string{"postgres"})
+	require.NoError(t, err)
+	specs := runs.get()
+	require.Len(t, specs, 1)
+	assert.Equal(t, "/var/lib/postgresql/18/docker", specs[0].Env["PGDATA"])
+	assert.Contains(t, specs[0].Tmpfs, "/var/lib/postgresql")
+	assert.NotContains(t, specs[0].Tmpfs, "/var/lib/postgresql/data", "18's entrypoint refuses a mount there")
+	assert.Empty(t, w.fake.Volumes(), "every image VOLUME is a tmpfs: no anonymous volume")
+	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbImageConfig))
+}
+
 // down at once.
 func TestTeardownRoundTrips(t *testing.T) {
 	tests := []struct {
@@ -921,7 +949,10 @@ func TestTeardownRoundTrips(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)
 			w.fake.SetIDsNeverReused(tt.neverReused)
-			w.fake.AddImage("redis:8-alpine", "/data", "/extra") // a VOLUME no tmpfs covers
+			w.fake.AddImage("redis:8-alpine", "/data", "/extra")
+			// A VOLUME no tmpfs covers: the image's config is not read (as on a
+			// runtime without an image store), so /extra becomes an anonymous volume.
+			w.fake.Fail(fakeruntime.VerbImageConfig, "redis:8-alpine", runtime.ErrUnsupported)
 			p := w.provisioner(w.options())
 			sb, err := p.Provision(ctxT(t), "rt", []string{"postgres", "redis", "mongo"})
 			require.NoError(t, err)
@@ -1267,7 +1298,7 @@ func (kvEngine) Spec() engines.Spec {
 	return engines.Spec{Name: "kv", Short: "kv", Image: "example/kv:1", Port: 7000, Tmpfs: []string{"/kv"}, ReadyTimeout: 5 * time.Second}
 }
 
-func (kvEngine) Container(cred engines.Credentials, _ engines.Limits) engines.Container {
+func (kvEngine) Container(cred engines.Credentials, _ engines.Limits, _ engines.Image) engines.Container {
 	return engines.Container{Env: map[string]string{"KV_PASSWORD": cred.Password}, Command: []string{"kv-server"}}
 }
 
@@ -1623,12 +1654,13 @@ func TestBudgetFollowsTheMemoryLimit(t *testing.T) {
 			opts.MemoryBytes = limit
 			_, err := w.provisioner(opts).Provision(ctxT(t), "1", engines.Default.Names())
 			require.NoError(t, err)
-			want := cmp.Or(limit, provision.DefaultMemoryBytes)
 			specs := runs.get()
 			require.Len(t, specs, len(engines.Default.Names()))
 			for _, s := range specs {
 				e, _ := engines.Default.Lookup(s.Labels[labels.For(labels.DefaultPrefix).Engine])
-				cc := e.Container(engines.Credentials{}, engines.Limits{MemoryBytes: want})
+				// The engine's own default limit (mongo's 1 GiB) when none is set.
+				want := cmp.Or(limit, e.Spec().MemoryBytes, provision.DefaultMemoryBytes)
+				cc := e.Container(engines.Credentials{}, engines.Limits{MemoryBytes: want}, engines.Image{})
 				assert.Equal(t, want, s.MemoryBytes)
 				assert.Equal(t, cc.Tmpfs, s.Tmpfs, "%s: the engine's tmpfs bounds for %d MiB", e.Spec().Name, want>>20)
 				for path, o := range s.Tmpfs {

@@ -115,7 +115,7 @@ func templateCred() (engines.Credentials, error) { return engines.NewCredentials
 // its container without the password, the tmpfs paths and their options).
 func (p *Provisioner) templateRef(s *service, w engines.Warmer, baseID string) string {
 	noPassword := engines.Credentials{User: engines.DefaultUser, Database: engines.DefaultDatabase}
-	spec := p.runSpec(&call{}, &service{engine: s.engine, spec: s.spec, image: s.image, cred: noPassword})
+	spec := p.runSpec(&call{}, &service{engine: s.engine, spec: s.spec, image: s.image, img: s.img, cred: noPassword})
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", baseID, w.WarmKey())
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
@@ -182,6 +182,9 @@ func (p *Provisioner) LookupTemplate(ctx context.Context, name string) (Template
 		return t, err
 	}
 	if t.BaseID, err = p.imageID(ctx, s.image); err != nil {
+		return t, err
+	}
+	if err := p.readImage(ctx, s); err != nil {
 		return t, err
 	}
 	t.Ref = p.templateRef(s, w, t.BaseID)
@@ -298,7 +301,7 @@ func (p *Provisioner) build(ctx context.Context, s *service, w engines.Warmer, t
 	// The template's password is nobody's, but is kept out of messages
 	// like any other.
 	defer func() { err = redactor{cred.Password}.Error(err) }()
-	ts := &service{engine: s.engine, spec: s.spec, cred: cred, image: s.image,
+	ts := &service{engine: s.engine, spec: s.spec, cred: cred, image: s.image, img: s.img,
 		name: p.opts.LabelPrefix + "-warm-" + s.spec.Short + "-" + ids.Hex(4)}
 	spec, err := p.buildSpec(ts, w)
 	if err != nil {

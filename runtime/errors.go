@@ -81,6 +81,7 @@ const (
 	OpImageExists   = "inspect image"
 	OpPull          = "pull"
 	OpImageID       = "inspect image id"
+	OpImageConfig   = "inspect image config"
 	OpSaveImage     = "save image"
 	OpLoadImage     = "load image"
 	OpRemoveImage   = "remove image"

@@ -36,6 +36,9 @@ type ContainerRuntime interface {
 	// ("sha256:<hex>"), which names the same image on every runtime. An
 	// absent ref gives ErrImageNotFound.
 	ImageID(ctx context.Context, ref string) (string, error)
+	// ImageConfig is the layout ref's image config declares (its Env and
+	// VOLUMEs; see ImageConfig). An absent ref gives ErrImageNotFound.
+	ImageConfig(ctx context.Context, ref string) (ImageConfig, error)
 	// SaveImage writes ref's image to w as a docker-archive (the format
 	// of `docker save`: manifest.json, the config and every layer). An
 	// absent ref gives ErrImageNotFound.

@@ -107,6 +107,7 @@ type runOpts struct {
 	Publish []string // container ports ("5432/tcp"), published on 127.0.0.1, ephemeral host port
 	Tmpfs   []string // container paths mounted as tmpfs
 	Cmd     []string // the container command (after the image), empty for the image's default
+	CapDrop []string // capabilities dropped (--cap-drop)
 }
 
 // container is a running stand-in started by runContainer.
@@ -129,6 +130,9 @@ func runContainer(t testing.TB, ref string, opts runOpts) *container {
 	}
 	for _, m := range opts.Tmpfs {
 		args = append(args, "--tmpfs", m)
+	}
+	for _, c := range opts.CapDrop {
+		args = append(args, "--cap-drop", c)
 	}
 	args = append(args, ref)
 	args = append(args, opts.Cmd...)

@@ -31,7 +31,16 @@ func TestImageConfig(t *testing.T) {
 			ports:      []string{"5432/tcp"},
 			volumes:    []string{"/var/lib/postgresql/data"},
 			stopSignal: "SIGINT",
-			env:        []string{"PGDATA=/var/lib/postgresql/data"},
+			env:        []string{"PGDATA=/var/lib/postgresql/data", "PG_MAJOR=16"},
+		},
+		{
+			name:       "postgres18",
+			entrypoint: []string{"docker-entrypoint.sh"},
+			cmd:        []string{"postgres"},
+			ports:      []string{"5432/tcp"},
+			volumes:    []string{"/var/lib/postgresql"},
+			stopSignal: "SIGINT",
+			env:        []string{"PGDATA=/var/lib/postgresql/18/docker", "PG_MAJOR=18"},
 		},
 		{
 			name:       "redis",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testkit"
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // pgReadyDeadline is the engine's readiness deadline for postgres.
@@ -118,8 +119,8 @@ func TestPostgres(t *testing.T) {
 				assert.Contains(t, err.Error(), "password authentication failed")
 				assert.NotContains(t, err.Error(), password, "the password never appears in an error")
 			})
-			t.Run("RunsAsUID999", func(t *testing.T) {
-				assert.Equal(t, "999", c.uid(t))
+			t.Run("RunsAsUID70", func(t *testing.T) {
+				assert.Equal(t, "70", c.uid(t), "postgres:16-alpine's postgres user")
 			})
 			t.Run("InitServerOnUnixSocketOnly", func(t *testing.T) {
 				// The race readiness must not fall for: during first-start
@@ -156,53 +157,71 @@ func TestPostgresRequiresPassword(t *testing.T) {
 	assert.Contains(t, logs, "superuser password is not specified")
 }
 
-// TestPostgresEnginesCommand runs the stand-in exactly as the engine does
-// within the default memory limit (its env, its `sh -c` command and its
-// bounded tmpfs mounts): the contract it relies on holds, namely
-// POSTGRES_INITDB_WALDIR (pg_wal on its own tmpfs), an init script dropped
-// into /docker-entrypoint-initdb.d by the command (the tablespace, made the
+// TestPostgresEnginesCommand runs each postgres stand-in exactly as the
+// engine does for its image within the default memory limit (its env, its
+// `sh -c` command and its bounded tmpfs mounts, laid out after the image's
+// config): the contract it relies on holds, namely POSTGRES_INITDB_WALDIR
+// (pg_wal on its own tmpfs), an init script dropped into
+// /docker-entrypoint-initdb.d by the command (the tablespace, made the
 // default of POSTGRES_DB and template1, so a new database lands there too)
 // and the budget's settings passed through to the server.
 func TestPostgresEnginesCommand(t *testing.T) {
 	t.Parallel()
-	password := testkit.RandomHex(16)
-	cred := engines.Credentials{User: engines.DefaultUser, Password: password, Database: engines.DefaultDatabase}
-	cc := engines.Postgres{}.Container(cred, engines.Limits{MemoryBytes: 512 << 20})
-	opts := runOpts{Publish: []string{"5432/tcp"}, Cmd: cc.Command}
-	for k, v := range cc.Env {
-		opts.Env = append(opts.Env, k+"="+v)
-	}
-	for p := range cc.Tmpfs {
-		opts.Tmpfs = append(opts.Tmpfs, p+":"+cc.Tmpfs[p])
-	}
-	c := runContainer(t, standinImage(t, "postgres"), opts)
-	c.waitExec(t, pgReadyDeadline, nil, "pg_isready", "-h", c.ip(t), "-p", "5432", "-U", cred.User, "-d", cred.Database)
-	ctx := testkit.Context(t, 2*time.Minute)
-	conn, err := pgx.Connect(ctx, pgURL(c.hostAddr(t, "5432/tcp"), cred.User, password, cred.Database))
-	require.NoError(t, err, "login right after pg_isready")
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, pc := range pgContracts {
+		t.Run(pc.standin, func(t *testing.T) {
+			t.Parallel()
+			ref := standinImage(t, pc.standin)
+			password := testkit.RandomHex(16)
+			cred := engines.Credentials{User: engines.DefaultUser, Password: password, Database: engines.DefaultDatabase}
+			cc := engines.Postgres{}.Container(cred, engines.Limits{MemoryBytes: 512 << 20}, imageOf(t, ref))
+			opts := runOpts{Publish: []string{"5432/tcp"}, Cmd: cc.Command}
+			for k, v := range cc.Env {
+				opts.Env = append(opts.Env, k+"="+v)
+			}
+			for p := range cc.Tmpfs {
+				opts.Tmpfs = append(opts.Tmpfs, p+":"+cc.Tmpfs[p])
+			}
+			c := runContainer(t, ref, opts)
+			c.waitExec(t, pgReadyDeadline, nil, "pg_isready", "-h", c.ip(t), "-p", "5432", "-U", cred.User, "-d", cred.Database)
+			ctx := testkit.Context(t, 2*time.Minute)
+			conn, err := pgx.Connect(ctx, pgURL(c.hostAddr(t, "5432/tcp"), cred.User, password, cred.Database))
+			require.NoError(t, err, "login right after pg_isready")
+			t.Cleanup(func() { conn.Close(context.Background()) })
 
-	_, err = conn.Exec(ctx, "create database per_test")
-	require.NoError(t, err)
-	for _, db := range []string{cred.Database, "template1", "per_test"} {
-		var spc string
-		require.NoError(t, conn.QueryRow(ctx, "select t.spcname from pg_database d join pg_tablespace t on t.oid = d.dattablespace where d.datname = $1", db).Scan(&spc))
-		assert.Equal(t, "sandbox", spc, "database %s is in the sandbox tablespace", db)
+			_, err = conn.Exec(ctx, "create database per_test")
+			require.NoError(t, err)
+			for _, db := range []string{cred.Database, "template1", "per_test"} {
+				var spc string
+				require.NoError(t, conn.QueryRow(ctx, "select t.spcname from pg_database d join pg_tablespace t on t.oid = d.dattablespace where d.datname = $1", db).Scan(&spc))
+				assert.Equal(t, "sandbox", spc, "database %s is in the sandbox tablespace", db)
+			}
+			var location string
+			require.NoError(t, conn.QueryRow(ctx, "select pg_tablespace_location(oid) from pg_tablespace where spcname = 'sandbox'").Scan(&location))
+			assert.Equal(t, "/var/lib/sandboxer/tablespace", location)
+			for setting, want := range map[string]string{"max_wal_size": "32MB", "shared_buffers": "32MB", "wal_level": "minimal", "fsync": "off", "jit": "off", "data_directory": pc.pgdata} {
+				var got string
+				require.NoError(t, conn.QueryRow(ctx, "select current_setting($1)", setting).Scan(&got))
+				assert.Equal(t, want, got, setting)
+			}
+			res, err := c.exec(ctx, nil, "readlink", pc.pgdata+"/pg_wal")
+			require.NoError(t, err)
+			assert.Equal(t, "/var/lib/sandboxer/wal", strings.TrimSpace(res.Stdout), "pg_wal is POSTGRES_INITDB_WALDIR")
+			res, err = c.exec(ctx, nil, "cat", "/proc/mounts")
+			require.NoError(t, err)
+			for _, p := range append([]string{"/var/lib/sandboxer/wal", "/var/lib/sandboxer/tablespace"}, pc.volumes...) {
+				assert.Regexp(t, `(?m)^tmpfs `+p+` tmpfs \S*size=`, res.Stdout, "%s is a bounded tmpfs", p)
+			}
+			volumes, err := docker(ctx, "inspect", "--format", "{{range .Mounts}}{{if eq .Type \"volume\"}}{{.Destination}} {{end}}{{end}}", c.ID)
+			require.NoError(t, err)
+			assert.Empty(t, volumes, "every VOLUME of the image is a tmpfs: no anonymous volume")
+		})
 	}
-	var location string
-	require.NoError(t, conn.QueryRow(ctx, "select pg_tablespace_location(oid) from pg_tablespace where spcname = 'sandbox'").Scan(&location))
-	assert.Equal(t, "/var/lib/postgresql/tablespace", location)
-	for setting, want := range map[string]string{"max_wal_size": "32MB", "shared_buffers": "32MB", "wal_level": "minimal", "fsync": "off"} {
-		var got string
-		require.NoError(t, conn.QueryRow(ctx, "select current_setting($1)", setting).Scan(&got))
-		assert.Equal(t, want, got, setting)
-	}
-	res, err := c.exec(ctx, nil, "readlink", "/var/lib/postgresql/data/pg_wal")
-	require.NoError(t, err)
-	assert.Equal(t, "/var/lib/postgresql/wal", strings.TrimSpace(res.Stdout), "pg_wal is POSTGRES_INITDB_WALDIR")
-	res, err = c.exec(ctx, nil, "cat", "/proc/mounts")
-	require.NoError(t, err)
-	for _, p := range []string{"/var/lib/postgresql/data", "/var/lib/postgresql/wal", "/var/lib/postgresql/tablespace"} {
-		assert.Regexp(t, `(?m)^tmpfs `+p+` tmpfs \S*size=`, res.Stdout, "%s is a bounded tmpfs", p)
-	}
+}
+
+// imageOf is ref's layout as the engine is given it: the Env and VOLUMEs
+// of its config, as Docker reports them.
+func imageOf(t testing.TB, ref string) engines.Image {
+	t.Helper()
+	img := inspectImage(t, ref)
+	return engines.ImageOf(runtime.NewImageConfig(img.Config.Env, img.Config.Volumes))
 }

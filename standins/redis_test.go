@@ -26,7 +26,7 @@ const redisReadyDeadline = 15 * time.Second
 func TestRedis(t *testing.T) {
 	t.Parallel()
 	password := testkit.RandomHex(16)
-	engine := engines.Redis{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20})
+	engine := engines.Redis{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
 	var engineEnv []string
 	for k, v := range engine.Env {
 		engineEnv = append(engineEnv, k+"="+v)
@@ -148,4 +148,55 @@ func containsAny(s string, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// TestRedisArgumentOrder: the stand-in's entrypoint appends its arguments
+// after the user's, as the official one appends `--loadmodule` for its
+// modules, and the engine's config on stdin (`redis-server -`) still
+// arrives (redis reads it only while `-` is the first or the last
+// argument): the password it carries is required, and both the user's and
+// the appended arguments are in force.
+func TestRedisArgumentOrder(t *testing.T) {
+	t.Parallel()
+	password := testkit.RandomHex(16)
+	cc := engines.Redis{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
+	opts := runOpts{Publish: []string{"6379/tcp"}, Cmd: cc.Command}
+	for k, v := range cc.Env {
+		opts.Env = append(opts.Env, k+"="+v)
+	}
+	ref := standinImage(t, "redis")
+	ctx := testkit.Context(t, time.Minute)
+
+	// The argv the entrypoint hands the server, as a stand-in redis-server
+	// on PATH prints it.
+	shim := `mkdir -p /tmp/shim && printf '#!/bin/sh\necho "$*"\n' >/tmp/shim/redis-server && chmod 755 /tmp/shim/redis-server &&
+PATH=/tmp/shim:$PATH exec docker-entrypoint.sh redis-server - --save "" --requirepass-from stdin`
+	out, err := docker(ctx, "run", "--rm", "--label", testLabel, "--entrypoint", "sh", ref, "-c", shim)
+	require.NoError(t, err)
+	assert.Equal(t, `- --save  --requirepass-from stdin --protected-mode no`, out, "the entrypoint's own arguments come after the user's")
+
+	c := runContainer(t, ref, opts)
+	c.waitExec(t, redisReadyDeadline, []string{"REDISCLI_AUTH=" + password},
+		"sh", "-c", `test "$(redis-cli -h "$1" ping)" = PONG`, "sh", c.ip(t))
+	rdb := redis.NewClient(&redis.Options{Addr: c.hostAddr(t, "6379/tcp"), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	assert.ErrorContains(t, rdb.Ping(ctx).Err(), "NOAUTH", "the password from stdin (`-` first) is required")
+	authed := redis.NewClient(&redis.Options{Addr: c.hostAddr(t, "6379/tcp"), Password: password, MaxRetries: -1})
+	t.Cleanup(func() { authed.Close() })
+	got, err := authed.ConfigGet(ctx, "protected-mode").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "no", got["protected-mode"], "the argument the entrypoint appends arrives")
+	got, err = authed.ConfigGet(ctx, "maxmemory").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "268435456", got["maxmemory"], "the user's arguments arrive")
+}
+
+// TestRedisRunsAsRootWhenItCannotSwitchUsers: without CAP_SETUID and
+// CAP_SETGID the stand-in runs the server as root, as the official
+// entrypoint does, instead of failing to start.
+func TestRedisRunsAsRootWhenItCannotSwitchUsers(t *testing.T) {
+	t.Parallel()
+	c := runContainer(t, standinImage(t, "redis"), runOpts{CapDrop: []string{"SETUID", "SETGID"}, Cmd: []string{"redis-server", "--save", ""}})
+	c.waitExec(t, redisReadyDeadline, nil, "sh", "-c", `test "$(redis-cli ping)" = PONG`)
+	assert.Equal(t, "0", c.uid(t))
 }

@@ -626,7 +626,7 @@ func TestEnginesListsTheRegistry(t *testing.T) {
 	}
 	table := c.mustSbx("engines").stdout
 	assert.Regexp(t, `(?m)^NAME\s+IMAGE\s+PORT\s+TMPFS\s+PROBE\s+DEADLINE\s+ENV$`, table)
-	assert.Regexp(t, `(?m)^postgres\s+.*5432\s+/var/lib/postgresql/data,/var/lib/postgresql/wal,/var/lib/postgresql/tablespace\s+pg_isready`, table)
+	assert.Regexp(t, `(?m)^postgres\s+.*5432\s+/var/lib/postgresql/data,/var/lib/sandboxer/wal,/var/lib/sandboxer/tablespace\s+pg_isready`, table)
 }
 
 func TestDoctorNamesTheChosenRuntime(t *testing.T) {

@@ -191,7 +191,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringArrayVar(&a.images, "image", nil, "ENGINE=REF: run ENGINE from REF (repeatable; env SANDBOXER_IMAGE_<ENGINE>)")
 	f.StringVar(&a.labelPrefix, "label-prefix", labels.DefaultPrefix, "prefix of container names and labels")
 	f.StringVar(&a.envPrefix, "env-prefix", provision.DefaultEnvPrefix, "prefix of the emitted env variables")
-	f.StringVar(&a.memory, "memory", "512m", "memory limit per sandbox (bytes, or with a k, m or g suffix)")
+	f.StringVar(&a.memory, "memory", "", "memory limit per sandbox (bytes, or with a k, m or g suffix; default: the engine's own, else 512m)")
 	f.Float64Var(&a.cpus, "cpus", provision.DefaultCPUs, "CPU quota per sandbox, in cores (fractional)")
 	f.BoolVar(&a.unenforcedLimits, "unenforced-limits", false, "run sandboxes although the runtime cannot enforce --memory/--cpus (rootless Podman on cgroup v1), with a warning, instead of failing (env "+envUnenforcedLimits+"=1)")
 	f.DurationVar(&a.pingTimeout, "ping-timeout", 0, "how long each runtime candidate may take to answer its ping before it counts as not answering (env "+envPingTimeout+"; default "+detect.DefaultPingTimeout.String()+")")
@@ -224,11 +224,12 @@ func (a *app) prepare() error {
 	default:
 		return usagef("--log-format %q: want text or json", a.logFormat)
 	}
-	n, err := parseSize(a.memory)
-	if err != nil {
-		return usagef("--memory %q: %v", a.memory, err)
+	var err error
+	if a.memory != "" {
+		if a.memoryBytes, err = parseSize(a.memory); err != nil {
+			return usagef("--memory %q: %v", a.memory, err)
+		}
 	}
-	a.memoryBytes = n
 	if a.cpus <= 0 {
 		return usagef("--cpus %v: must be positive", a.cpus)
 	}

@@ -36,6 +36,7 @@ const (
 	VerbImageExists   = "image-exists"
 	VerbPull          = "pull"
 	VerbImageID       = "image-id"
+	VerbImageConfig   = "image-config"
 	VerbSaveImage     = "save-image"
 	VerbLoadImage     = "load-image"
 	VerbRemoveImage   = "remove-image"
@@ -97,6 +98,7 @@ type Runtime struct {
 	now         func() time.Time
 	images      map[string][]string // present: ref -> VOLUME paths
 	remote      map[string][]string // pullable: ref -> VOLUME paths
+	imageEnv    map[string][]string // ref -> its config's Env (SetImageEnv)
 	archives    map[string][]byte   // ref -> its docker-archive, once made
 	containers  map[string]*container
 	networks    map[string]runtime.Network
@@ -128,6 +130,7 @@ func New() *Runtime {
 		now:         time.Now,
 		images:      map[string][]string{},
 		remote:      map[string][]string{},
+		imageEnv:    map[string][]string{},
 		archives:    map[string][]byte{},
 		containers:  map[string]*container{},
 		networks:    map[string]runtime.Network{DefaultNetwork: {ID: randomID(), Name: DefaultNetwork}},
@@ -149,6 +152,15 @@ func (f *Runtime) AddImage(ref string, volumes ...string) {
 	defer f.mu.Unlock()
 	f.images[ref] = volumes
 	delete(f.archives, ref) // other content under the same ref
+}
+
+// SetImageEnv gives ref's image config the Env env ("KEY=value"), as
+// ImageConfig and SaveImage report it.
+func (f *Runtime) SetImageEnv(ref string, env ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.imageEnv[ref] = env
+	delete(f.archives, ref)
 }
 
 // AddRemoteImage makes ref pullable (absent until pulled).

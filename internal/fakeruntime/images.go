@@ -18,6 +18,7 @@ import (
 // fakeConfig is the part of an image config the fake writes and reads.
 type fakeConfig struct {
 	Config struct {
+		Env     []string            `json:"Env,omitempty"`
 		Volumes map[string]struct{} `json:"Volumes,omitempty"`
 		Labels  map[string]string   `json:"Labels,omitempty"`
 	} `json:"config"`
@@ -44,6 +45,7 @@ func (f *Runtime) archive(ref string) ([]byte, error) {
 	cfg.Nonce = randomID()
 	cfg.RootFS.Type = "layers"
 	cfg.RootFS.DiffIDs = []string{digestOf(layer.Bytes())}
+	cfg.Config.Env = f.imageEnv[ref]
 	if vols := f.images[ref]; len(vols) > 0 {
 		cfg.Config.Volumes = map[string]struct{}{}
 		for _, v := range vols {
@@ -109,6 +111,31 @@ func (f *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
 	}
 	defer a.Close()
 	return a.ConfigDigest, nil
+}
+
+// ImageConfig is the Env and VOLUMEs of the config in ref's archive.
+func (f *Runtime) ImageConfig(ctx context.Context, ref string) (runtime.ImageConfig, error) {
+	end, err := f.begin(ctx, Call{Verb: VerbImageConfig, Object: ref})
+	if err != nil {
+		return runtime.ImageConfig{}, err
+	}
+	defer end()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, err := f.present(VerbImageConfig, ref)
+	if err != nil {
+		return runtime.ImageConfig{}, err
+	}
+	a, err := runtime.ReadArchive(bytes.NewReader(data))
+	if err != nil {
+		return runtime.ImageConfig{}, f.err(VerbImageConfig, ref, nil, err)
+	}
+	defer a.Close()
+	var cfg fakeConfig
+	if err := json.Unmarshal(a.Config, &cfg); err != nil {
+		return runtime.ImageConfig{}, f.err(VerbImageConfig, ref, nil, err)
+	}
+	return runtime.NewImageConfig(cfg.Config.Env, cfg.Config.Volumes), nil
 }
 
 // SaveImage writes ref's archive to w.

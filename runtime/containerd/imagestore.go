@@ -35,6 +35,25 @@ func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
 	return cfg.Digest.String(), nil
 }
 
+// ImageConfig reads ref's Env and VOLUMEs from its OCI image config.
+func (r *Runtime) ImageConfig(ctx context.Context, ref string) (runtime.ImageConfig, error) {
+	const op = runtime.OpImageConfig
+	ctx, cancel := adapterkit.ImageContext(r.ctx(ctx), op)
+	defer cancel()
+	if err := r.ready(ctx, op, ref); err != nil {
+		return runtime.ImageConfig{}, err
+	}
+	img, err := r.storedImage(ctx, op, ref)
+	if err != nil {
+		return runtime.ImageConfig{}, err
+	}
+	spec, err := img.Spec(ctx)
+	if err != nil {
+		return runtime.ImageConfig{}, r.wrap(op, ref, fmt.Errorf("config: %w", err))
+	}
+	return runtime.NewImageConfig(spec.Config.Env, spec.Config.Volumes), nil
+}
+
 // storedImage is ref's image record; an absent one is ErrImageNotFound.
 func (r *Runtime) storedImage(ctx context.Context, op, ref string) (client.Image, error) {
 	name, err := normalizeRef(ref)

@@ -28,6 +28,24 @@ func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
 	return adapterkit.ImageID(inspect.ID), nil
 }
 
+// ImageConfig reads ref's Env and VOLUMEs from the daemon's image inspect.
+func (r *Runtime) ImageConfig(ctx context.Context, ref string) (runtime.ImageConfig, error) {
+	const op = runtime.OpImageConfig
+	ctx, cancel := adapterkit.ImageContext(ctx, op)
+	defer cancel()
+	if err := r.negotiate(ctx, op, ref); err != nil {
+		return runtime.ImageConfig{}, err
+	}
+	inspect, err := r.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return runtime.ImageConfig{}, r.wrap(op, ref, err)
+	}
+	if inspect.Config == nil {
+		return runtime.ImageConfig{}, nil
+	}
+	return runtime.NewImageConfig(inspect.Config.Env, inspect.Config.Volumes), nil
+}
+
 // SaveImage streams `docker save ref` to w.
 func (r *Runtime) SaveImage(ctx context.Context, ref string, w io.Writer) error {
 	const op = runtime.OpSaveImage

@@ -32,6 +32,12 @@ func (r *Runtime) ImageID(_ context.Context, ref string) (string, error) {
 	return "", r.imageUnsupported(runtime.OpImageID, ref)
 }
 
+// ImageConfig is runtime.ErrUnsupported (noImageStore): an engine then
+// lays a sandbox out without the image's own word (see engines.Image).
+func (r *Runtime) ImageConfig(_ context.Context, ref string) (runtime.ImageConfig, error) {
+	return runtime.ImageConfig{}, r.imageUnsupported(runtime.OpImageConfig, ref)
+}
+
 // SaveImage is runtime.ErrUnsupported (noImageStore).
 func (r *Runtime) SaveImage(_ context.Context, ref string, _ io.Writer) error {
 	return r.imageUnsupported(runtime.OpSaveImage, ref)

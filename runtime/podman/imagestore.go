@@ -28,6 +28,22 @@ func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
 	return adapterkit.ImageID(img.ID), nil
 }
 
+// ImageConfig reads ref's Env and VOLUMEs from libpod's image inspect.
+func (r *Runtime) ImageConfig(ctx context.Context, ref string) (runtime.ImageConfig, error) {
+	const op = runtime.OpImageConfig
+	ctx, cancel := adapterkit.ImageContext(ctx, op)
+	defer cancel()
+	c, err := r.connect(ctx, op, ref)
+	if err != nil {
+		return runtime.ImageConfig{}, err
+	}
+	img, err := c.imageInspect(ctx, ref)
+	if err != nil {
+		return runtime.ImageConfig{}, r.wrap(op, ref, err)
+	}
+	return runtime.NewImageConfig(img.Config.Env, img.Config.Volumes), nil
+}
+
 // SaveImage streams ref as an uncompressed docker-archive to w.
 func (r *Runtime) SaveImage(ctx context.Context, ref string, w io.Writer) error {
 	const op = runtime.OpSaveImage

@@ -227,6 +227,11 @@ type networkCreate struct {
 type imageInspect struct {
 	// ID is the config digest's hex, without "sha256:".
 	ID string `json:"Id"`
+	// Config is the part of the image config a sandbox's layout needs.
+	Config struct {
+		Env     []string            `json:"Env"`
+		Volumes map[string]struct{} `json:"Volumes"`
+	} `json:"Config"`
 }
 
 // loadReport is the answer of POST /images/load.

@@ -6,9 +6,12 @@
 #     each also readable from a file named by <VAR>_FILE;
 #     POSTGRES_INITDB_ARGS, POSTGRES_INITDB_WALDIR, POSTGRES_HOST_AUTH_METHOD
 #     (default scram-sha-256);
-#   - PGDATA (default /var/lib/postgresql/data), which may be an empty
-#     tmpfs: when started as root, the directories are created and chowned,
-#     then the script re-executes itself as postgres (uid 999);
+#   - PGDATA (the image's Env), which may be an empty tmpfs: when started
+#     as root, the directories are created and chowned, then the script
+#     re-executes itself as postgres with gosu;
+#   - from 18, with PGDATA at its default /var/lib/postgresql/$PG_MAJOR/docker,
+#     an uninitialised start refuses (exit 1) when a cluster of the old
+#     layout is found or /var/lib/postgresql/data is a mount point;
 #   - on first start (no PG_VERSION in PGDATA): initdb, a "host all all all
 #     <method>" rule, a temporary server listening on the unix socket only
 #     (listen_addresses=''), POSTGRES_DB created, /docker-entrypoint-initdb.d
@@ -45,8 +48,32 @@ docker_setup_env() {
 	: "${PGDATA:=/var/lib/postgresql/data}"
 	export PGDATA
 	declare -g DATABASE_ALREADY_EXISTS
+	declare -ag OLD_DATABASES=()
 	if [ -s "$PGDATA/PG_VERSION" ]; then
 		DATABASE_ALREADY_EXISTS='true'
+	elif [ "$PGDATA" = "/var/lib/postgresql/${PG_MAJOR:-}/docker" ]; then
+		local d
+		for d in /var/lib/postgresql /var/lib/postgresql/data /var/lib/postgresql/*/docker; do
+			if [ -s "$d/PG_VERSION" ]; then
+				OLD_DATABASES+=("$d")
+			fi
+		done
+		if [ "${#OLD_DATABASES[@]}" -eq 0 ] && [ "$PG_MAJOR" -ge 18 ] && mountpoint -q /var/lib/postgresql/data; then
+			OLD_DATABASES+=('/var/lib/postgresql/data (unused mount/volume)')
+		fi
+	fi
+}
+
+# The 18+ guard against the layout before it: data (or a mount) where the
+# old PGDATA was.
+docker_error_old_databases() {
+	if [ -n "${OLD_DATABASES[0]:-}" ]; then
+		printf >&2 'Error: in 18+, these Docker images are configured to store database data in a\n'
+		printf >&2 '       major-version-specific directory; there appears to be PostgreSQL data in:\n'
+		printf >&2 '         %s\n' "${OLD_DATABASES[*]}"
+		printf >&2 '       The suggested container configuration for 18+ is to place a single mount\n'
+		printf >&2 '       at /var/lib/postgresql.\n'
+		exit 1
 	fi
 }
 
@@ -192,13 +219,13 @@ _main() {
 		docker_setup_env
 		docker_create_db_directories
 		if [ "$(id -u)" = '0' ]; then
-			# Drop to postgres (uid 999) and start over as that user.
-			exec env HOME=/var/lib/postgresql USER=postgres \
-				setpriv --reuid=postgres --regid=postgres --init-groups "${BASH_SOURCE[0]}" "$@"
+			# Drop to postgres and start over as that user.
+			exec gosu postgres "${BASH_SOURCE[0]}" "$@"
 		fi
 
 		if [ -z "$DATABASE_ALREADY_EXISTS" ]; then
 			docker_verify_minimum_env
+			docker_error_old_databases
 			# Fail before initdb rather than after, if the directory is unreadable.
 			ls /docker-entrypoint-initdb.d/ >/dev/null
 			docker_init_database_dir

@@ -4,12 +4,16 @@
 #   - a first argument starting with '-' or ending in .conf means
 #     `redis-server <args>`;
 #   - `redis-server` started as root hands the working directory (/data) to
-#     the redis user and re-executes itself as redis (uid 999);
+#     the redis user and re-executes itself as redis (uid 999); when it
+#     cannot switch users (no CAP_SETUID/CAP_SETGID: a trimmed capability
+#     set), it says so and runs the server as root, as the official one does;
 #   - umask 0077 unless one was set;
-#   - protected mode is off unless the command line or the config file sets
-#     it: the official image compiles that default in, Debian's build does
-#     not, so `--protected-mode no` is inserted before the user's options
-#     (which still override it).
+#   - arguments are appended after the user's, as the official entrypoint
+#     appends `--loadmodule <module>` for each of its modules: here
+#     `--protected-mode no`, unless the command line or the config file
+#     sets protected mode (the official image compiles that default in,
+#     Debian's build does not). So `redis-server -` reads its config from
+#     stdin only while `-` is the first argument, as with the real image.
 set -e
 
 if [ "${1#-}" != "$1" ] || [ "${1%.conf}" != "$1" ]; then
@@ -17,9 +21,12 @@ if [ "${1#-}" != "$1" ] || [ "${1%.conf}" != "$1" ]; then
 fi
 
 if [ "$1" = 'redis-server' ] && [ "$(id -u)" = '0' ]; then
-	find . \! -user redis -exec chown redis '{}' +
-	exec env HOME=/var/lib/redis USER=redis \
-		setpriv --reuid=redis --regid=redis --init-groups "$0" "$@"
+	if setpriv --reuid=redis --regid=redis --init-groups true 2>/dev/null; then
+		find . \! -user redis -exec chown redis '{}' +
+		exec env HOME=/var/lib/redis USER=redis \
+			setpriv --reuid=redis --regid=redis --init-groups "$0" "$@"
+	fi
+	echo "cannot switch to the redis user (no CAP_SETUID/CAP_SETGID): running redis-server as root" >&2
 fi
 
 if [ "$1" = 'redis-server' ]; then
@@ -40,10 +47,9 @@ if [ "$1" = 'redis-server' ]; then
 		grep -qiE '^[[:space:]]*protected-mode[[:space:]]' "${conf[0]}"; then
 		explicit=1
 	fi
+	set -- redis-server "${conf[@]}" "$@"
 	if [ -z "$explicit" ]; then
-		set -- redis-server "${conf[@]}" --protected-mode no "$@"
-	else
-		set -- redis-server "${conf[@]}" "$@"
+		set -- "$@" --protected-mode no
 	fi
 fi
 

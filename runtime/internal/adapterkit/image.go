@@ -30,10 +30,10 @@ func ImageContext(ctx context.Context, op string) (context.Context, context.Canc
 }
 
 // ReadsImage reports whether verb op is about an image that must exist
-// (ImageID, SaveImage), so that "not found" from the backend is
-// runtime.ErrImageNotFound rather than runtime.ErrNotFound.
+// (ImageID, ImageConfig, SaveImage), so that "not found" from the backend
+// is runtime.ErrImageNotFound rather than runtime.ErrNotFound.
 func ReadsImage(op string) bool {
-	return op == runtime.OpImageID || op == runtime.OpSaveImage
+	return op == runtime.OpImageID || op == runtime.OpImageConfig || op == runtime.OpSaveImage
 }
 
 // SpoolArchive reads and checks the docker-archive r

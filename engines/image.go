@@ -1,0 +1,79 @@
+package engines
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/roboco/sandboxer/runtime"
+)
+
+// Image is what an engine knows of the image a sandbox runs: where the
+// image keeps its data, in its own words (its config's Env and VOLUMEs),
+// so that Container mounts its tmpfs where the image's entrypoint looks
+// (postgres:18 keeps PGDATA and its VOLUME elsewhere than postgres:17).
+//
+// The zero Image is an image whose config could not be read: a runtime
+// without an image store (Kubernetes, where the kubelet pulls at Run).
+// Then an engine lays the sandbox out so that every image shape it knows
+// accepts it (postgres sets PGDATA itself), and covers the default
+// image's VOLUMEs (Spec.Tmpfs); a VOLUME elsewhere is, on such a runtime,
+// a directory of the container's own filesystem, not a volume.
+type Image struct {
+	// Config is the image's config as the runtime read it.
+	Config runtime.ImageConfig
+	// Known reports whether Config was read.
+	Known bool
+}
+
+// ImageOf is the Image of a config the runtime read.
+func ImageOf(cfg runtime.ImageConfig) Image {
+	return Image{Config: cfg, Known: true}
+}
+
+// maxVolumes bounds how many VOLUMEs of an image get a tmpfs of their own:
+// an image declaring more is not one an engine was written for, and each
+// tmpfs costs a bounded share of the budget.
+const maxVolumes = 16
+
+// env is the image's value of key, or def when the image does not set it
+// (or is not known).
+func (img Image) env(key, def string) string {
+	if v, ok := img.Config.Getenv(key); ok && v != "" {
+		return path.Clean(v)
+	}
+	return def
+}
+
+// volumes are the image's VOLUMEs (at most maxVolumes, in path order), or
+// defaults when the image is not known.
+func (img Image) volumes(defaults []string) []string {
+	if !img.Known {
+		return slices.Clone(defaults)
+	}
+	v := slices.Clone(img.Config.Volumes)
+	return v[:min(len(v), maxVolumes)]
+}
+
+// volumeHolding is the volume of vols that p is on (the longest that is p
+// or a parent of p), or "" when p is on none.
+func volumeHolding(vols []string, p string) string {
+	best := ""
+	for _, v := range vols {
+		if (p == v || strings.HasPrefix(p, strings.TrimSuffix(v, "/")+"/")) && len(v) > len(best) {
+			best = v
+		}
+	}
+	return best
+}
+
+// coverVolumes gives every volume of vols that c has no tmpfs for one of
+// its own, of size each (0: the runtime's default), so that nothing of the
+// image's reaches the host disk and no anonymous volume is left.
+func (c *Container) coverVolumes(vols []string, size int64) {
+	for _, v := range vols {
+		if _, ok := c.Tmpfs[v]; !ok {
+			c.Tmpfs[v] = tmpfsSize(size)
+		}
+	}
+}
