@@ -388,7 +388,9 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 // engine to lay the sandbox out by (engines.Image). A runtime without an
 // image store (runtime.ErrUnsupported) leaves it unknown.
 func (p *Provisioner) readImage(ctx context.Context, s *service) error {
-	cfg, err := p.rt.ImageConfig(ctx, s.image)
+	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	cfg, err := p.rt.ImageConfig(cctx, s.image)
 	if errors.Is(err, runtime.ErrUnsupported) {
 		return nil
 	}

@@ -1599,6 +1599,7 @@ func TestProvisionHungRuntime(t *testing.T) {
 		{"ListHangs", fakeruntime.VerbList, false},
 		{"ImageExistsHangs", fakeruntime.VerbImageExists, false},
 		{"ImageIDHangs", fakeruntime.VerbImageID, true},
+		{"ImageConfigHangs", fakeruntime.VerbImageConfig, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
