@@ -63,6 +63,10 @@ type Spec struct {
 	Tmpfs []string
 	// ReadyTimeout is how long the probe may take to pass after start.
 	ReadyTimeout time.Duration
+	// Capabilities are the only capabilities the sandbox keeps
+	// (runtime.RunSpec.Capabilities): what the image's entrypoint needs
+	// to hand its data to the server's user and become it (confine.go).
+	Capabilities []string
 }
 
 // Container is the engine-specific part of a sandbox's run spec.

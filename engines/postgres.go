@@ -22,6 +22,7 @@ func (Postgres) Spec() Spec {
 		Image:        "postgres:16-alpine",
 		Port:         5432,
 		Tmpfs:        []string{pgData, pgWAL, pgTablespace},
+		Capabilities: postgresCapabilities,
 		ReadyTimeout: 60 * time.Second,
 	}
 }
