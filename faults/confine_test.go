@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
@@ -28,36 +27,35 @@ func TestSandboxesRunConfined(t *testing.T) {
 		e := testruntimes.NewWorld(t, b)
 		ctx := testkit.Context(t, 8*time.Minute)
 		e.Warm()
-		for _, mode := range []provision.Warm{provision.WarmAuto, provision.WarmOff} {
-			t.Run("Warm="+string(mode), func(t *testing.T) {
-				p := e.Provisioner(func(o *provision.Options) { o.Warm = mode })
+		// Warm off: postgres's cold start, through its image's entrypoint
+		// (the others have no warm start).
+		for _, tc := range []struct {
+			warm     provision.Warm
+			services []string
+		}{{provision.WarmAuto, allEngines}, {provision.WarmOff, []string{"postgres"}}} {
+			t.Run("Warm="+string(tc.warm), func(t *testing.T) {
+				p := e.Provisioner(func(o *provision.Options) { o.Warm = tc.warm })
 				owner := e.Owner("confined")
-				sb, err := p.Provision(ctx, owner, allEngines)
+				sb, err := p.Provision(ctx, owner, tc.services)
 				require.NoError(t, err)
 				t.Cleanup(func() {
 					cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 					defer cancel()
 					_, _ = p.Teardown(cctx, owner)
 				})
-				require.Len(t, sb.Containers, len(allEngines))
+				require.Len(t, sb.Containers, len(tc.services))
 				for _, c := range sb.Containers {
 					t.Run(c.Engine, func(t *testing.T) {
 						eng, ok := engines.Default.Lookup(c.Engine)
 						require.True(t, ok)
-						want := testkit.CapabilityMask(t, eng.Spec().Capabilities...)
-						require.NotZero(t, want, "control: %s declares the capabilities its entrypoint needs", c.Engine)
-						forbidden := testkit.CapabilityMask(t, "NET_RAW", "SYS_ADMIN")
+						caps := eng.Spec().Capabilities
+						require.NotEmpty(t, caps, "control: %s declares the capabilities its entrypoint needs", c.Engine)
 						for _, proc := range []string{"1", "self"} {
-							st := testkit.ParseProcStatus(t, ownExec(t, ctx, b, c.ID, "cat", "/proc/"+proc+"/status"))
-							assert.Equal(t, 2, st.Seccomp, "/proc/%s/status: Seccomp (2: the runtime's default filter)", proc)
-							assert.Equal(t, 1, st.NoNewPrivs, "/proc/%s/status: NoNewPrivs", proc)
-							assert.Equal(t, testkit.CapabilityNames(want), testkit.CapabilityNames(st.CapBnd), "/proc/%s/status: CapBnd is the engine's capabilities", proc)
-							assert.Zero(t, st.CapEff&^st.CapBnd, "/proc/%s/status: CapEff within CapBnd", proc)
-							assert.Zero(t, (st.CapEff|st.CapBnd|st.CapPrm|st.CapAmb)&forbidden, "/proc/%s/status: NET_RAW or SYS_ADMIN held: %v", proc, testkit.CapabilityNames(st.CapBnd))
+							testkit.AssertConfined(t, "/proc/"+proc+"/status", ownExec(t, ctx, b, c.ID, "cat", "/proc/"+proc+"/status"), caps)
 						}
 						s, err := testruntimes.Login(ctx, sb, c)
 						require.NoError(t, err, "%s's real client logs in to the confined sandbox", c.Engine)
-						t.Logf("%s: %s logged in to %s, bounding set %v", c.Name, s.Client, s.Server, testkit.CapabilityNames(want))
+						t.Logf("%s: %s logged in to %s, bounding set %v", c.Name, s.Client, s.Server, caps)
 					})
 				}
 			})

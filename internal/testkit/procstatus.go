@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -105,4 +106,23 @@ func CapabilityNames(mask uint64) []string {
 		mask &^= 1 << b
 	}
 	return out
+}
+
+// AssertConfined asserts that status, a /proc/<pid>/status read inside a
+// container, shows the port's confinement (runtime/confine.go): a seccomp
+// filter (the runtime's default profile), no_new_privs, caps as the
+// bounding set, an effective set within it, nothing inheritable or
+// ambient, and never NET_RAW or SYS_ADMIN. It returns what it parsed.
+func AssertConfined(t testing.TB, what, status string, caps []string) ProcStatus {
+	t.Helper()
+	st := ParseProcStatus(t, status)
+	want := CapabilityMask(t, caps...)
+	assert.Equal(t, 2, st.Seccomp, "%s: Seccomp (2: a filter, the runtime's default profile)", what)
+	assert.Equal(t, 1, st.NoNewPrivs, "%s: NoNewPrivs", what)
+	assert.Equal(t, CapabilityNames(want), CapabilityNames(st.CapBnd), "%s: CapBnd is the spec's capabilities", what)
+	assert.Zero(t, st.CapEff&^st.CapBnd, "%s: CapEff within CapBnd", what)
+	assert.Zero(t, st.CapInh|st.CapAmb, "%s: no inheritable or ambient capability", what)
+	held := st.CapEff | st.CapPrm | st.CapBnd
+	assert.Zero(t, held&CapabilityMask(t, "NET_RAW", "SYS_ADMIN"), "%s: NET_RAW or SYS_ADMIN held (%v)", what, CapabilityNames(held))
+	return st
 }
