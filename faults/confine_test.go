@@ -2,12 +2,16 @@ package faults
 
 import (
 	"context"
+	"os/exec"
+	"os/user"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
@@ -65,12 +69,36 @@ func TestSandboxesRunConfined(t *testing.T) {
 
 // ownExec runs argv in container id with the runtime's own CLI (docker
 // exec, podman exec, ctr tasks exec), not the adapter, and returns its
-// stdout.
+// stdout. On the rootless row it is the unprivileged user's own podman,
+// run as that user (its default connection: its rootless service).
 func ownExec(t testing.TB, ctx context.Context, b testruntimes.Runtime, id string, argv ...string) string {
 	t.Helper()
-	args := append([]string{"exec", id}, argv...)
-	if b.RT.Name() == containerd.Name {
-		args = append([]string{"tasks", "exec", "--exec-id", "sbx-confine-" + testkit.RandomHex(4), id}, argv...)
+	switch {
+	case b.Name == testenv.PodmanRootless:
+		return asRootlessUser(t, ctx, append([]string{"podman", "exec", id}, argv...)...)
+	case b.RT.Name() == containerd.Name:
+		return string(b.Own(t, ctx, append([]string{"tasks", "exec", "--exec-id", "sbx-confine-" + testkit.RandomHex(4), id}, argv...)...))
 	}
-	return string(b.Own(t, ctx, args...))
+	return string(b.Own(t, ctx, append([]string{"exec", id}, argv...)...))
+}
+
+// asRootlessUser runs argv as the podman-rootless row's user, with the
+// environment of a login session of its own, and returns its stdout.
+func asRootlessUser(t testing.TB, ctx context.Context, argv ...string) string {
+	t.Helper()
+	name := testenv.Getenv(testenv.EnvPodmanRootlessUser)
+	if name == "" {
+		testenv.Unavailable(t, testenv.PodmanRootless, "%s is not set (run `make env`)", testenv.EnvPodmanRootlessUser)
+	}
+	u, err := user.Lookup(name)
+	require.NoError(t, err)
+	args := append([]string{"--reuid=" + u.Uid, "--regid=" + u.Gid, "--init-groups", "--",
+		"env", "-i", "HOME=" + u.HomeDir, "USER=" + name, "PATH=/usr/local/bin:/usr/bin:/bin", "XDG_RUNTIME_DIR=/run/user/" + u.Uid,
+	}, argv...)
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, "setpriv", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s (as %s): %s", strings.Join(argv, " "), name, stderr.String())
+	return string(out)
 }
