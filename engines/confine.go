@@ -12,15 +12,18 @@ package engines
 //     `tar -p`, which keeps the owners);
 //   - SETUID, SETGID: gosu, su-exec or setpriv --reuid/--regid and their
 //     setgroups (all three);
-//   - DAC_OVERRIDE, FOWNER, FSETID (postgres): root works in directories
-//     it no longer owns once they are postgres's (pgStart's chmod of the
-//     tablespace after its chown, the warm start's tar into PGDATA, which
-//     is postgres's and 0700), and the entrypoint's `chmod 03775
-//     /var/run/postgresql` keeps its setgid bit on a directory whose group
-//     is not root's.
+//   - FOWNER (postgres): root chmods directories it no longer owns once
+//     they are postgres's (pgStart's chmod of the tablespace after its
+//     chown: without FOWNER the cold start exits 1);
+//   - DAC_OVERRIDE (postgres): root reads and writes in PGDATA, postgres's
+//     and 0700: the warm template's capture (`tar -C PGDATA -cf -`, an
+//     exec as root: "Cannot open: Permission denied" without it) and the
+//     warm start's `tar -xp` into it.
 //
-// Not needed, so dropped: KILL (the runtime stops the server from outside;
-// the warm template is stopped by pg_ctl as postgres), NET_RAW, MKNOD,
+// Not needed, so dropped: FSETID (the entrypoints' `chmod 03775
+// /var/run/postgresql` then loses its setgid bit, which nothing relies
+// on), KILL (the runtime stops the server from outside; the warm template
+// is stopped by pg_ctl as postgres), NET_RAW, MKNOD,
 // SETFCAP, SETPCAP, SYS_CHROOT, AUDIT_WRITE, NET_BIND_SERVICE (every port
 // is above 1024).
 var (
@@ -29,5 +32,5 @@ var (
 	dropToServerUser = []string{"CHOWN", "SETGID", "SETUID"}
 	// postgresCapabilities adds what root needs in postgres's own
 	// directories.
-	postgresCapabilities = append([]string{"DAC_OVERRIDE", "FOWNER", "FSETID"}, dropToServerUser...)
+	postgresCapabilities = append([]string{"DAC_OVERRIDE", "FOWNER"}, dropToServerUser...)
 )
