@@ -19,7 +19,7 @@ import (
 )
 
 // TestSandboxesRunConfined: every sandbox Provision makes, warm and cold,
-// runs under the runtime's default seccomp filter, with no_new_privs, and
+// judged ready over the wire or by its exec probe, runs under the runtime's default seccomp filter, with no_new_privs, and
 // with its engine's capabilities (engines.Spec.Capabilities) as its
 // bounding set, never NET_RAW or SYS_ADMIN, as /proc/1/status and the
 // exec's own /proc/self/status read through the runtime's own CLI (docker
@@ -32,13 +32,20 @@ func TestSandboxesRunConfined(t *testing.T) {
 		ctx := testkit.Context(t, 8*time.Minute)
 		e.Warm()
 		// Warm off: postgres's cold start, through its image's entrypoint
-		// (the others have no warm start).
+		// (the others have no warm start). Readiness exec: each engine's
+		// probe, its own client run inside the confined sandbox as root.
 		for _, tc := range []struct {
-			warm     provision.Warm
-			services []string
-		}{{provision.WarmAuto, allEngines}, {provision.WarmOff, []string{"postgres"}}} {
-			t.Run("Warm="+string(tc.warm), func(t *testing.T) {
-				p := e.Provisioner(func(o *provision.Options) { o.Warm = tc.warm })
+			name      string
+			warm      provision.Warm
+			readiness provision.Readiness
+			services  []string
+		}{
+			{"Warm", provision.WarmAuto, provision.ReadinessAuto, allEngines},
+			{"Cold", provision.WarmOff, provision.ReadinessAuto, []string{"postgres"}},
+			{"ExecProbe", provision.WarmAuto, provision.ReadinessExec, allEngines},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := e.Provisioner(func(o *provision.Options) { o.Warm, o.Readiness = tc.warm, tc.readiness })
 				owner := e.Owner("confined")
 				sb, err := p.Provision(ctx, owner, tc.services)
 				require.NoError(t, err)
