@@ -30,6 +30,7 @@ func (s *Suite) spec(engine, name string, cred engines.Credentials, labels map[s
 		MemoryBytes: provision.DefaultMemoryBytes,
 		CPUs:        provision.DefaultCPUs,
 	}
+	spec.Capabilities = sp.Capabilities
 	if s.mode == ModeNetwork {
 		spec.Network = s.network
 	} else {

@@ -122,6 +122,7 @@ var semantics = []semantic{
 	{"CreateNetworkDuplicateIsAlreadyExists", testCreateNetworkDuplicateIsAlreadyExists},
 	{"RemoveNetworkAbsentIsNoError", testRemoveNetworkAbsentIsNoError},
 	{"NoSocketHostMountOrPrivilege", testNoSocketHostMountOrPrivilege},
+	{"ConfinedToTheSpecsCapabilities", testConfinedToTheSpecsCapabilities},
 	{"RemoveDeletesAnonymousVolumes", testRemoveDeletesAnonymousVolumes},
 	{"ParallelRunRemoveLeavesNothing", testParallelRunRemoveLeavesNothing},
 }

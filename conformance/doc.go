@@ -89,6 +89,10 @@
 //     privileged mode or full capability set that nobody asked for; the
 //     mounts as the backend stored them (Config.StoredMounts) and in the
 //     container's /proc/self/mountinfo.
+//   - ConfinedToTheSpecsCapabilities: the runtime's default seccomp
+//     filter, no_new_privs, and the run spec's capabilities and no other
+//     (bounding set included), in /proc/1/status and an exec's
+//     /proc/self/status; NET_RAW and SYS_ADMIN refused as ErrInvalid.
 //   - RemoveDeletesAnonymousVolumes: an image's VOLUME leaves no volume
 //     behind once the container is removed.
 //   - ParallelRunRemoveLeavesNothing: concurrent runs and removes leave

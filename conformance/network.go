@@ -32,8 +32,10 @@ const (
 func (s *suite) serverSpec(t testing.TB, token string) runtime.RunSpec {
 	spec := s.spec(t)
 	spec.Env = map[string]string{"SBX_CONF_TOKEN": token}
+	// Under /tmp: the container's root has no capability, and Podman
+	// keeps the image's mode of / (0555), which root may then not write.
 	spec.Command = []string{"sh", "-c", fmt.Sprintf(
-		`mkdir -p /www && printf %%s "$SBX_CONF_TOKEN" > /www/index.html && exec httpd -f -p %d -h /www`, httpPort)}
+		`mkdir -p /tmp/www && printf %%s "$SBX_CONF_TOKEN" > /tmp/www/index.html && exec httpd -f -p %d -h /tmp/www`, httpPort)}
 	return spec
 }
 

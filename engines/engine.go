@@ -70,6 +70,10 @@ type Spec struct {
 	// whose documented floor does not fit the provisioner's default (0:
 	// the provisioner's default). A limit the caller sets wins.
 	MemoryBytes int64
+	// Capabilities are the only capabilities the sandbox keeps
+	// (runtime.RunSpec.Capabilities): what the image's entrypoint needs
+	// to hand its data to the server's user and become it (confine.go).
+	Capabilities []string
 }
 
 // Container is the engine-specific part of a sandbox's run spec.

@@ -34,6 +34,7 @@ func (Mongo) Spec() Spec {
 		Image:        "mongo:8",
 		Port:         27017,
 		Tmpfs:        []string{"/data/db", "/data/configdb"},
+		Capabilities: dropToServerUser,
 		ReadyTimeout: 60 * time.Second,
 		MemoryBytes:  mongoMemoryBytes,
 	}

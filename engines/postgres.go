@@ -24,6 +24,7 @@ func (Postgres) Spec() Spec {
 		Image:        "postgres:16-alpine",
 		Port:         5432,
 		Tmpfs:        []string{pgDefaultData, pgWAL, pgTablespace},
+		Capabilities: postgresCapabilities,
 		ReadyTimeout: 60 * time.Second,
 	}
 }

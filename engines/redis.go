@@ -25,6 +25,7 @@ func (Redis) Spec() Spec {
 		Image:        "redis:8-alpine",
 		Port:         6379,
 		Tmpfs:        []string{"/data"},
+		Capabilities: dropToServerUser,
 		ReadyTimeout: 15 * time.Second,
 	}
 }

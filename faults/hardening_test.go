@@ -63,7 +63,7 @@ func dockerHardening(ctx context.Context, cli *client.Client, id string) (harden
 	return hardening{
 		Privileged:  hc.Privileged,
 		Binds:       hc.Binds,
-		CapAdd:      hc.CapAdd,
+		CapAdd:      extraCaps(hc.CapAdd),
 		Devices:     len(hc.Devices),
 		NetworkMode: string(hc.NetworkMode),
 		PidMode:     string(hc.PidMode),
@@ -84,7 +84,7 @@ func podmanHardening(ctx context.Context, endpoint, id string) (hardening, error
 	h := hardening{
 		Privileged:  hc.Privileged,
 		Binds:       hc.Binds,
-		CapAdd:      append(slices.Clone(hc.CapAdd), extraCaps(c.EffectiveCaps)...),
+		CapAdd:      extraCaps(slices.Concat(hc.CapAdd, c.EffectiveCaps)),
 		Devices:     len(hc.Devices),
 		NetworkMode: hc.NetworkMode,
 		PidMode:     hc.PidMode,
@@ -169,11 +169,12 @@ func containerdHardening(ctx context.Context, address, id string) (hardening, er
 	return h, nil
 }
 
-// extraCaps are those of caps beyond the runtimes' default set.
+// extraCaps are those of caps beyond the runtimes' default set, which
+// the sandboxes' own capabilities (CapAdd after a drop of ALL) are within.
 func extraCaps(caps []string) []string {
 	var out []string
 	for _, c := range caps {
-		if !slices.Contains(testkit.DefaultCapabilities, c) && !slices.Contains(out, c) {
+		if c = "CAP_" + strings.TrimPrefix(strings.ToUpper(c), "CAP_"); !slices.Contains(testkit.DefaultCapabilities, c) && !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}

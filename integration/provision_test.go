@@ -194,7 +194,11 @@ func TestProvisionSiblingMode(t *testing.T) {
 					Network: network,
 				})
 				require.NoError(t, err)
-				res, err := b.RT.Exec(ctx, agent.ID, runtime.ExecSpec{Cmd: []string{"sh", "-c", tt.script}})
+				// The agent runs as root with no capability (the port's
+				// confinement): mongosh keeps its state under $HOME, which
+				// the mongo image sets to /data/db, mongodb's, so HOME is
+				// somewhere root may write.
+				res, err := b.RT.Exec(ctx, agent.ID, runtime.ExecSpec{Cmd: []string{"sh", "-c", tt.script}, Env: map[string]string{"HOME": "/tmp"}})
 				require.NoError(t, err)
 				assert.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
 				assert.Equal(t, tt.want, strings.TrimSpace(string(res.Stdout)), "stderr: %s", res.Stderr)

@@ -515,6 +515,7 @@ func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 		CPUs:        p.opts.CPUs,
 		Network:     p.opts.Network,
 	}
+	spec.Capabilities = slices.Clone(s.spec.Capabilities) // the engine's, and no other
 	if p.opts.Network == "" {
 		spec.Ports = []runtime.PortSpec{{ContainerPort: s.spec.Port, Protocol: "tcp", HostIP: runtime.DefaultHostIP}}
 	}

@@ -151,6 +151,13 @@ type RunSpec struct {
 	Network string
 	// Ports to publish on the host.
 	Ports []PortSpec
+	// Capabilities are the only capabilities the container's processes
+	// may hold (e.g. "CHOWN", "SETUID"; one of PermittedCapabilities,
+	// with or without "CAP_", any case): every other is dropped, from
+	// the bounding set too, and the container always runs with the
+	// runtime's default seccomp profile and no-new-privileges (see
+	// confine.go). None: no capability at all.
+	Capabilities []string
 }
 
 // Ulimit is one rlimit, named as in ulimit(1)/Docker: "nofile", "nproc", ...

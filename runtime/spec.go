@@ -30,10 +30,12 @@ import (
 //   - every port has a container port in 1..65535, a host port in 0..65535
 //     (0: ephemeral), a protocol tcp or udp (any case; default tcp, made
 //     lower-case) and a host IP that is an IPv4 address (default
-//     DefaultHostIP: nothing is published on all interfaces unless asked).
+//     DefaultHostIP: nothing is published on all interfaces unless asked);
+//   - every capability is one of PermittedCapabilities (made upper case,
+//     without "CAP_", sorted, each once; see confine.go).
 //
-// Maps and slices the spec shares with the caller are not modified; Ports
-// and Ulimits are new slices.
+// Maps and slices the spec shares with the caller are not modified; Ports,
+// Ulimits and Capabilities are new slices.
 func (s RunSpec) Normalize() (RunSpec, error) {
 	if s.Image == "" {
 		return s, invalidf("no image given")
@@ -68,6 +70,11 @@ func (s RunSpec) Normalize() (RunSpec, error) {
 		}
 		s.Ulimits = ulimits
 	}
+	caps, err := normalizeCapabilities(s.Capabilities)
+	if err != nil {
+		return s, err
+	}
+	s.Capabilities = caps
 	if s.Ports != nil {
 		ports := make([]PortSpec, len(s.Ports))
 		for i, p := range s.Ports {

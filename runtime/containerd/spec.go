@@ -80,9 +80,17 @@ func specOpts(id string, img client.Image, cfg ocispec.ImageConfig, spec runtime
 	for _, u := range spec.Ulimits {
 		opts = append(opts, oci.WithRlimit(rlimit(u)))
 	}
-	// Docker's default seccomp profile (containerd's copy of it), last: it
-	// allows what the spec's capabilities allow.
-	opts = append(opts, seccomp.WithDefaultProfile())
+	// The port's confinement (runtime/confine.go): the spec's capabilities
+	// and no other (bounding, effective, permitted; none inheritable or
+	// ambient), no-new-privileges, and Docker's default seccomp profile
+	// (containerd's copy of it), last: it allows what the capabilities
+	// allow.
+	opts = append(opts,
+		oci.WithCapabilities(spec.CapabilityNames()),
+		oci.WithAmbientCapabilities(nil),
+		oci.WithNoNewPrivileges,
+		seccomp.WithDefaultProfile(),
+	)
 	return opts, nil
 }
 

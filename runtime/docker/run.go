@@ -130,7 +130,10 @@ func (r *Runtime) discard(ctx context.Context, op, id string) error {
 
 // containerConfig maps a normalised RunSpec (runtime.RunSpec.Normalize)
 // onto the Engine API's create request. It never sets privileges, binds or
-// mounts beyond spec.Tmpfs.
+// mounts beyond spec.Tmpfs, and confines the container as the port's
+// contract says (runtime/confine.go): the daemon's default seccomp profile
+// (no seccomp option overrides it), no-new-privileges, every capability
+// dropped but those of spec.Capabilities.
 func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig) {
 	cfg := &container.Config{
 		Image:      spec.Image,
@@ -140,8 +143,11 @@ func containerConfig(spec runtime.RunSpec) (*container.Config, *container.HostCo
 		Labels:     maps.Clone(spec.Labels),
 	}
 	hostCfg := &container.HostConfig{
-		Privileged: false,
-		Tmpfs:      maps.Clone(spec.Tmpfs),
+		Privileged:  false,
+		SecurityOpt: []string{"no-new-privileges"},
+		CapDrop:     []string{"ALL"},
+		CapAdd:      spec.CapabilityNames(),
+		Tmpfs:       maps.Clone(spec.Tmpfs),
 		Resources: container.Resources{
 			Memory:   spec.MemoryBytes,
 			NanoCPUs: nanoCPUs(spec.CPUs),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/strslice"
 	"github.com/docker/go-connections/nat"
 	"github.com/docker/go-units"
 	"github.com/stretchr/testify/assert"
@@ -120,8 +121,18 @@ func TestContainerConfig(t *testing.T) {
 				assert.Empty(t, host.Binds)
 				assert.Empty(t, host.Mounts)
 				assert.Empty(t, host.VolumesFrom)
-				assert.Empty(t, host.CapAdd)
+				assert.Empty(t, host.CapAdd, "no capability unless the spec asks")
+				assert.Equal(t, strslice.StrSlice{"ALL"}, host.CapDrop)
 				assert.Empty(t, host.Devices)
+			},
+		},
+		{
+			name: "ConfinedToTheSpecsCapabilities",
+			spec: runtime.RunSpec{Image: "i", Capabilities: []string{"setuid", "CHOWN"}},
+			check: func(t *testing.T, _ *container.Config, host *container.HostConfig, _ *network.NetworkingConfig) {
+				assert.Equal(t, strslice.StrSlice{"ALL"}, host.CapDrop, "every other capability is dropped")
+				assert.Equal(t, strslice.StrSlice{"CAP_CHOWN", "CAP_SETUID"}, host.CapAdd)
+				assert.Equal(t, []string{"no-new-privileges"}, host.SecurityOpt, "no-new-privileges, and no seccomp option over the daemon's default profile")
 			},
 		},
 		{name: "NoImage", spec: runtime.RunSpec{Name: "c1"}, wantErr: "no image"},

@@ -211,6 +211,7 @@ func (r *Runtime) buildPod(spec runtime.RunSpec, created bool) (*corev1.Pod, err
 		Args:                     spec.Command,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext:          containerSecurity(spec),
 	}
 	if len(spec.Env) > 0 {
 		c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secretName(spec.Name)}}}}
@@ -250,6 +251,7 @@ func (r *Runtime) buildPod(spec runtime.RunSpec, created bool) (*corev1.Pod, err
 			// rather than the default 30 s. Stop's grace overrides it.
 			TerminationGracePeriodSeconds: new(int64(0)),
 			AutomountServiceAccountToken:  new(false),
+			SecurityContext:               &corev1.PodSecurityContext{SeccompProfile: runtimeDefaultSeccomp()},
 			EnableServiceLinks:            new(false),
 			Containers:                    []corev1.Container{c},
 			Volumes:                       volumes,
@@ -281,4 +283,28 @@ func (r *Runtime) buildSecret(pod *corev1.Pod, env map[string]string) *corev1.Se
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
+}
+
+// containerSecurity is the port's confinement (runtime/confine.go) as a
+// container's securityContext, which the Pod Security Standards' baseline
+// profile admits: the runtime's default seccomp profile, no privilege
+// escalation (the kubelet sets no_new_privs), every capability dropped but
+// those of spec (baseline's own list: runtime.PermittedCapabilities).
+func containerSecurity(spec runtime.RunSpec) *corev1.SecurityContext {
+	add := make([]corev1.Capability, len(spec.Capabilities))
+	for i, c := range spec.Capabilities {
+		add[i] = corev1.Capability(c)
+	}
+	return &corev1.SecurityContext{
+		Privileged:               new(false),
+		AllowPrivilegeEscalation: new(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: add},
+		SeccompProfile:           runtimeDefaultSeccomp(),
+	}
+}
+
+// runtimeDefaultSeccomp is the container runtime's default seccomp
+// profile.
+func runtimeDefaultSeccomp() *corev1.SeccompProfile {
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 }

@@ -321,3 +321,39 @@ func TestUIDNamesAreBounded(t *testing.T) {
 	_, ok = u.name("uid-0")
 	assert.False(t, ok)
 }
+
+// TestBuildPodConfines: every pod gets the securityContext of the port's
+// confinement, the one the Pod Security Standards' baseline admits:
+// RuntimeDefault seccomp, no privilege escalation, drop ALL and add the
+// spec's capabilities only (none when it asks for none).
+func TestBuildPodConfines(t *testing.T) {
+	r := &Runtime{namespace: "ns", node: "n"}
+	for _, tc := range []struct {
+		name string
+		caps []string
+		want []corev1.Capability
+	}{
+		{"NoCapabilities", nil, []corev1.Capability{}},
+		{"TheSpecsCapabilities", []string{"cap_setuid", "CHOWN"}, []corev1.Capability{"CHOWN", "SETUID"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := runtime.RunSpec{Name: "p1", Image: "i", Capabilities: tc.caps}.Normalize()
+			require.NoError(t, err)
+			pod, err := r.buildPod(spec, false)
+			require.NoError(t, err)
+			require.NotNil(t, pod.Spec.SecurityContext)
+			assert.Equal(t, &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}, pod.Spec.SecurityContext.SeccompProfile)
+			require.Len(t, pod.Spec.Containers, 1)
+			sc := pod.Spec.Containers[0].SecurityContext
+			require.NotNil(t, sc)
+			assert.Equal(t, &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}, sc.SeccompProfile)
+			require.NotNil(t, sc.AllowPrivilegeEscalation)
+			assert.False(t, *sc.AllowPrivilegeEscalation)
+			require.NotNil(t, sc.Privileged)
+			assert.False(t, *sc.Privileged)
+			require.NotNil(t, sc.Capabilities)
+			assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+			assert.Equal(t, tc.want, sc.Capabilities.Add)
+		})
+	}
+}

@@ -166,7 +166,10 @@ func (r *Runtime) discard(ctx context.Context, c *client, op, id string) error {
 const podmanDefaultRlimit = 1 << 20
 
 // specFor maps a RunSpec onto a SpecGenerator. It never sets privileges,
-// binds or mounts beyond spec.Tmpfs. serviceLimits are the service's hard
+// binds or mounts beyond spec.Tmpfs, and confines the container as the
+// port's contract says (runtime/confine.go): the service's default seccomp
+// profile, no-new-privileges, every capability dropped but those of
+// spec.Capabilities. serviceLimits are the service's hard
 // rlimits (nil: unknown); the returned strings describe each rlimit that
 // was lowered to fit them.
 func specFor(spec runtime.RunSpec, serviceLimits map[string]uint64, lifetime time.Duration) (*specGenerator, []string) {
@@ -179,6 +182,10 @@ func specFor(spec runtime.RunSpec, serviceLimits map[string]uint64, lifetime tim
 		Labels:     maps.Clone(spec.Labels),
 		NetNS:      namespace{NSMode: "bridge"},
 		Timeout:    uint(math.Ceil(lifetime.Seconds())),
+
+		CapDrop:         []string{"ALL"},
+		CapAdd:          spec.CapabilityNames(),
+		NoNewPrivileges: true,
 	}
 	if spec.Entrypoint != nil && len(spec.Entrypoint) == 0 {
 		sg.Entrypoint = []string{""}

@@ -173,9 +173,10 @@ func TestSpecFor(t *testing.T) {
 func TestSpecGeneratorJSON(t *testing.T) {
 	spec, err := runtime.RunSpec{
 		Name: "c1", Image: "i", Network: "n", MemoryBytes: 1 << 20, CPUs: 1, PidsLimit: 5,
-		Tmpfs:   map[string]string{"/t": "size=1m"},
-		Ulimits: []runtime.Ulimit{{Name: "nofile", Soft: 10, Hard: 20}},
-		Ports:   []runtime.PortSpec{{ContainerPort: 80}},
+		Tmpfs:        map[string]string{"/t": "size=1m"},
+		Ulimits:      []runtime.Ulimit{{Name: "nofile", Soft: 10, Hard: 20}},
+		Ports:        []runtime.PortSpec{{ContainerPort: 80}},
+		Capabilities: []string{"setuid", "CHOWN"},
 	}.Normalize()
 	require.NoError(t, err)
 	sg, _ := specFor(spec, nil, 3*time.Second)
@@ -183,6 +184,7 @@ func TestSpecGeneratorJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{
 		"name": "c1", "image": "i", "httpproxy": false, "privileged": false,
+		"cap_drop": ["ALL"], "cap_add": ["CAP_CHOWN", "CAP_SETUID"], "no_new_privileges": true,
 		"mounts": [{"destination": "/t", "type": "tmpfs", "source": "tmpfs", "options": ["size=1m"]}],
 		"resource_limits": {"memory": {"limit": 1048576}, "cpu": {"quota": 100000, "period": 100000}, "pids": {"limit": 5}},
 		"r_limits": [{"type": "nofile", "soft": 10, "hard": 20}],

@@ -23,14 +23,22 @@ type specGenerator struct {
 	Labels     map[string]string `json:"labels,omitempty"`
 	// HTTPProxy false: the service's proxy variables are not copied
 	// into the container (Podman's default is to copy them).
-	HTTPProxy      bool                         `json:"httpproxy"`
-	Privileged     bool                         `json:"privileged"`
-	Mounts         []mountSpec                  `json:"mounts,omitempty"`
-	ResourceLimits *resourceLimits              `json:"resource_limits,omitempty"`
-	Rlimits        []rlimitSpec                 `json:"r_limits,omitempty"`
-	NetNS          namespace                    `json:"netns"`
-	Networks       map[string]perNetworkOptions `json:"Networks,omitempty"`
-	PortMappings   []portMapping                `json:"portmappings,omitempty"`
+	HTTPProxy  bool `json:"httpproxy"`
+	Privileged bool `json:"privileged"`
+	// CapDrop ["ALL"] with CapAdd: the container keeps CapAdd and no
+	// other capability, in its bounding set too.
+	CapAdd  []string `json:"cap_add,omitempty"`
+	CapDrop []string `json:"cap_drop,omitempty"`
+	// NoNewPrivileges: no setuid binary or file capability raises a
+	// process's privileges. The seccomp profile is left to the service:
+	// its default one.
+	NoNewPrivileges bool                         `json:"no_new_privileges"`
+	Mounts          []mountSpec                  `json:"mounts,omitempty"`
+	ResourceLimits  *resourceLimits              `json:"resource_limits,omitempty"`
+	Rlimits         []rlimitSpec                 `json:"r_limits,omitempty"`
+	NetNS           namespace                    `json:"netns"`
+	Networks        map[string]perNetworkOptions `json:"Networks,omitempty"`
+	PortMappings    []portMapping                `json:"portmappings,omitempty"`
 	// Timeout is the container's lifetime in seconds, enforced by
 	// conmon (0: none).
 	Timeout uint `json:"timeout,omitempty"`

@@ -49,19 +49,20 @@ func decodeGolden[T any](t *testing.T, name string) T {
 func goldenRunSpec(t *testing.T) runtime.RunSpec {
 	t.Helper()
 	spec, err := runtime.RunSpec{
-		Name:        "sbx-golden-h12",
-		Image:       "127.0.0.1:5055/sandboxer/busybox:ef735e4ba8bb",
-		Env:         map[string]string{"SBX_A": "1", "SBX_B": "two words"},
-		Entrypoint:  []string{"/bin/sh", "-c"},
-		Command:     []string{"sleep 3600"},
-		Labels:      map[string]string{"sbx.golden": "1", "sbx.golden.owner": "h12"},
-		Tmpfs:       map[string]string{"/scratch": "rw,size=16m", "/data": ""},
-		MemoryBytes: 64 << 20,
-		CPUs:        0.5,
-		PidsLimit:   64,
-		Ulimits:     []runtime.Ulimit{{Name: "nofile", Soft: 1024, Hard: 2048}},
-		Network:     "sbx-golden-net",
-		Ports:       []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 53, Protocol: "udp", HostPort: 39999}},
+		Name:         "sbx-golden-h12",
+		Image:        "127.0.0.1:5055/sandboxer/busybox:ef735e4ba8bb",
+		Env:          map[string]string{"SBX_A": "1", "SBX_B": "two words"},
+		Entrypoint:   []string{"/bin/sh", "-c"},
+		Command:      []string{"sleep 3600"},
+		Labels:       map[string]string{"sbx.golden": "1", "sbx.golden.owner": "h12"},
+		Tmpfs:        map[string]string{"/scratch": "rw,size=16m", "/data": ""},
+		MemoryBytes:  64 << 20,
+		CPUs:         0.5,
+		PidsLimit:    64,
+		Ulimits:      []runtime.Ulimit{{Name: "nofile", Soft: 1024, Hard: 2048}},
+		Network:      "sbx-golden-net",
+		Ports:        []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 53, Protocol: "udp", HostPort: 39999}},
+		Capabilities: []string{"CHOWN", "SETUID"},
 	}.Normalize()
 	require.NoError(t, err)
 	return spec
