@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 60m
 # through the module proxy once, then from the module cache).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build demo env env-down images test test-unit ci lint fmt bench clean
+.PHONY: help build demo env env-down images test test-unit ci lint fmt bench bench-adopt release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -69,6 +69,13 @@ bench: ## benchmarks (see bench/): a row per runtime that answers; kubernetes wh
 	$(GO) run ./bench/cmd/sandboxer-bench -runtime "$${SANDBOXER_BENCH_RUNTIMES:-all}" -n "$${SANDBOXER_BENCH_N:-10}"
 	@# sandboxtest's per-test databases on real runtimes: one round each (-benchtime 1x), figures as metrics.
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./sandboxtest/ | tee bench/results/sandboxtest.txt
+	bench/adopt/adopt.sh "$${SANDBOXER_ADOPT_ROUNDS:-1}"
+
+bench-adopt: ## a sandboxtest consumer's cold test build vs testcontainers-go's, side by side (bench/results/adopt.md)
+	bench/adopt/adopt.sh "$${SANDBOXER_ADOPT_ROUNDS:-1}"
+
+release: ## static linux/amd64 and linux/arm64 CLI binaries (CGO_ENABLED=0) and SHA256SUMS in dist/, checked (file, sha256sum -c, version)
+	deploy/release.sh dist
 
 clean: ## remove build outputs (not the caches under ~/.cache/sandboxer)
-	rm -rf bin build/*.log
+	rm -rf bin dist build/*.log

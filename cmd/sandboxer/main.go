@@ -2,9 +2,9 @@
 // Redis and Mongo sandboxes as sibling containers on Docker, Podman,
 // containerd or Kubernetes: it links every adapter (runtime/all).
 //
-// Commands: up, spawn, down, adopt, ls, gc, janitor, run, engines, doctor; `sandboxer
-// --help` lists the global flags and the exit codes. The command is a thin
-// layer: flags, output formats and exit codes. The lifecycle lives in the
+// Commands: up, spawn, down, adopt, ls, gc, janitor, run, engines, doctor,
+// warm, images, version; `sandboxer --help` lists the global flags and the
+// exit codes. The command is a thin layer: flags, output formats and exit codes. The lifecycle lives in the
 // provision and janitor packages, the runtime choice in runtime/detect.
 package main
 

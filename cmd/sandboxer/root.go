@@ -202,7 +202,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 
-	root.AddCommand(a.upCmd(), a.spawnCmd(), a.downCmd(), a.adoptCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd(), a.warmCmd(), a.imagesCmd())
+	root.AddCommand(a.upCmd(), a.spawnCmd(), a.downCmd(), a.adoptCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd(), a.warmCmd(), a.imagesCmd(), a.versionCmd())
 	return root
 }
 
