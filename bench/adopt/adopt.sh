@@ -20,14 +20,16 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-${SANDBOXER_ADOPT_ROUNDS:-1}}
 TC_VERSION=${TC_VERSION:-v0.45.0}
-PGX_VERSION=$(cd "$root" && go list -m -f '{{.Version}}' github.com/jackc/pgx/v5)
 out=${SANDBOXER_ADOPT_OUT:-$root/bench/results}
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
 step() { printf '[adopt %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
-mkdir -p "$work/sandboxtest" "$work/testcontainers"
+# A snapshot of this checkout (tracked and untracked-but-not-ignored
+# files), so that edits made while the bench runs do not reach its builds.
+mkdir -p "$work/sandboxtest" "$work/testcontainers" "$work/src"
+(cd "$root" && git ls-files -co --exclude-standard -z | tar --null --ignore-failed-read -T - -cf -) | tar -C "$work/src" -xf -
 cat >"$work/sandboxtest/go.mod" <<EOM
 module example.com/adopt/sandboxtest
 
@@ -35,7 +37,7 @@ go $(cd "$root" && go list -m -f '{{.GoVersion}}')
 
 require github.com/roboco/sandboxer v0.0.0
 
-replace github.com/roboco/sandboxer => $root
+replace github.com/roboco/sandboxer => $work/src
 EOM
 cat >"$work/sandboxtest/ping_test.go" <<'EOM'
 package adopt
@@ -49,7 +51,7 @@ import (
 )
 
 func TestPing(t *testing.T) {
-	db := sandboxtest.PostgresDB(t, nil)
+	db := sandboxtest.PostgresDB(t, sandboxtest.Migrations{})
 	conn, err := pgx.Connect(context.Background(), db.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -99,11 +101,25 @@ func TestPing(t *testing.T) {
 }
 EOM
 
+# sandboxtest-docker: the same consumer on a copy of the snapshot whose
+# sandboxtest links the docker adapter only, to show what linking podman
+# by default costs (SANDBOXER_ADOPT_DOCKER_ONLY=0 leaves it out).
+consumers=(testcontainers sandboxtest)
+if [ "${SANDBOXER_ADOPT_DOCKER_ONLY:-1}" = 1 ]; then
+	consumers+=(sandboxtest-docker)
+	cp -r "$work/src" "$work/src-docker"
+	sed -i '/runtime\/podman"/d' "$work/src-docker/sandboxtest/runtimes.go"
+	mkdir -p "$work/sandboxtest-docker"
+	sed "s|$work/src|$work/src-docker|; s|adopt/sandboxtest|adopt/sandboxtest-docker|" "$work/sandboxtest/go.mod" >"$work/sandboxtest-docker/go.mod"
+	cp "$work/sandboxtest/ping_test.go" "$work/sandboxtest-docker/"
+	(cd "$work/sandboxtest-docker" && go mod tidy >/dev/null && go list -deps -test ./ >/dev/null)
+fi
+
 # Warm the module cache: resolve and download everything each consumer
 # needs (this part is not measured).
 step "resolving modules (warm module cache; not measured)"
 (cd "$work/sandboxtest" && go mod tidy >/dev/null && go mod download all >/dev/null && go list -deps -test ./ >/dev/null)
-(cd "$work/testcontainers" && go get "github.com/testcontainers/testcontainers-go@$TC_VERSION" "github.com/testcontainers/testcontainers-go/modules/postgres@$TC_VERSION" "github.com/jackc/pgx/v5@$PGX_VERSION" >/dev/null
+(cd "$work/testcontainers" && go get "github.com/testcontainers/testcontainers-go@$TC_VERSION" "github.com/testcontainers/testcontainers-go/modules/postgres@$TC_VERSION" "github.com/jackc/pgx/v5@$(cd "$root" && go list -m -f '{{.Version}}' github.com/jackc/pgx/v5)" >/dev/null
  go mod tidy >/dev/null && go mod download all >/dev/null && go list -deps -test ./ >/dev/null)
 
 # build NAME: one cold `go test -c` of consumer NAME, in seconds.
@@ -112,7 +128,7 @@ build() {
 	cache=$(mktemp -d "$work/gocache.XXXX")
 	local start end
 	start=$(date +%s.%N)
-	(cd "$dir" && GOCACHE=$cache GOFLAGS=-mod=mod go test -c -o "$work/$1.test" ./ >&2)
+	(cd "$dir" && GOCACHE=$cache GOFLAGS=-mod=mod go test -c -o "$work/$1.test" ./ >&2) || return 1
 	end=$(date +%s.%N)
 	chmod -R u+w "$cache"; rm -rf "$cache"
 	echo "$end - $start" | bc
@@ -121,11 +137,11 @@ build() {
 declare -A times
 for ((r = 1; r <= rounds; r++)); do
 	# Alternate which goes first, so neither always meets the other's load.
-	order=(testcontainers sandboxtest)
-	((r % 2 == 0)) && order=(sandboxtest testcontainers)
+	order=("${consumers[@]}")
+	((r % 2 == 0)) && mapfile -t order < <(printf '%s\n' "${consumers[@]}" | tac)
 	for name in "${order[@]}"; do
 		step "round $r/$rounds: cold go test -c of $name"
-		s=$(build "$name")
+		s=$(build "$name") || { step "$name: go test -c failed"; exit 1; }
 		times[$name]+="$s "
 		step "round $r/$rounds: $name built in ${s}s"
 	done
@@ -133,7 +149,7 @@ done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 declare -A secs size pkgs sums
-for name in sandboxtest testcontainers; do
+for name in "${consumers[@]}"; do
 	secs[$name]=$(echo "${times[$name]}" | median)
 	size[$name]=$(stat -c %s "$work/$name.test")
 	pkgs[$name]=$(cd "$work/$name" && go list -deps -test ./ | wc -l)
@@ -175,6 +191,9 @@ adapters: $linked.
 |---|---:|---:|---:|---:|
 | testcontainers-go $TC_VERSION \`modules/postgres\` | ${secs[testcontainers]} s | $(mb "${size[testcontainers]}") MB | ${pkgs[testcontainers]} | ${sums[testcontainers]} |
 | \`sandboxtest.PostgresDB\` | ${secs[sandboxtest]} s (**${r_secs}x**) | $(mb "${size[sandboxtest]}") MB (**${r_size}x**) | ${pkgs[sandboxtest]} (${r_pkgs}x) | ${sums[sandboxtest]} (${r_sums}x) |
+$(if [ -n "${secs[sandboxtest-docker]:-}" ]; then
+	echo "| same, sandboxtest linking docker only (what podman costs) | ${secs[sandboxtest-docker]} s ($(ratio "${secs[sandboxtest-docker]}" "${secs[testcontainers]}")x) | $(mb "${size[sandboxtest-docker]}") MB ($(ratio "${size[sandboxtest-docker]}" "${size[testcontainers]}")x) | ${pkgs[sandboxtest-docker]} | ${sums[sandboxtest-docker]} |"
+fi)
 
 Goal (no slower, no larger than testcontainers-go): build time $(met "$r_secs"), binary $(met "$r_size").
 EOM
