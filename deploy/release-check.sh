@@ -3,7 +3,8 @@
 # outside: SHA256SUMS verifies (sha256sum -c), file(1) says each binary is a
 # statically linked ELF for its architecture (x86-64, ARM aarch64), and the
 # binary of this host's architecture runs `sandboxer version`, which names
-# the revision HEAD is at. Exit 1 on the first failure.
+# the revision HEAD is at (SANDBOXER_RELEASE_REVISION: the one release.sh
+# built). Exit 1 on the first failure.
 set -euo pipefail
 
 dist=${1:?usage: release-check.sh DIR}
@@ -27,7 +28,7 @@ esac
 if [ -n "$native" ]; then
 	out=$("$dist/sandboxer-linux-$native" version)
 	echo "release-check: $out"
-	rev=$(git -C "$root" rev-parse HEAD)
+	rev=${SANDBOXER_RELEASE_REVISION:-$(git -C "$root" rev-parse HEAD)}
 	[[ $out == *"revision $rev"* ]] || fail "sandboxer version does not name revision $rev: $out"
 	[[ $out == *"linux/$native"* ]] || fail "sandboxer version does not name linux/$native: $out"
 fi

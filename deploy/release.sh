@@ -13,6 +13,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dist=${1:-$root/dist}
 mkdir -p "$dist"
 cd "$root"
+# The revision the binaries are stamped with, for the check.
+SANDBOXER_RELEASE_REVISION=$(git rev-parse HEAD)
+export SANDBOXER_RELEASE_REVISION
 for arch in amd64 arm64; do
 	start=$(date +%s)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -buildvcs=true -trimpath -ldflags='-s -w' \

@@ -150,7 +150,7 @@ done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 declare -A secs size pkgs sums
 for name in "${consumers[@]}"; do
-	secs[$name]=$(echo "${times[$name]}" | median)
+	secs[$name]=$(printf '%.1f' "$(echo "${times[$name]}" | median)")
 	size[$name]=$(stat -c %s "$work/$name.test")
 	pkgs[$name]=$(cd "$work/$name" && go list -deps -test ./ | wc -l)
 	sums[$name]=$(wc -l <"$work/$name/go.sum")

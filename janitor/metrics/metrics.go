@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/roboco/sandboxer/janitor"
@@ -76,7 +77,7 @@ func New(rt string) *Janitor {
 		}),
 	}
 	m.reg.MustRegister(m.sandboxes, m.lastSweep, m.total, m.sweeps, m.duration, m.lastSuccess,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, o := range Outcomes {
 		m.total.WithLabelValues(o)
 	}
