@@ -3,9 +3,7 @@ package linktest_test
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,24 +106,4 @@ func TestRegisterRefusesUnknownAndDuplicateRuntimes(t *testing.T) {
 	assert.Panics(t, func() { detect.Register("nerd", d) })
 	assert.Panics(t, func() { detect.Register(detect.Docker, d) }, "docker is registered already, by its adapter")
 	assert.Equal(t, []string{detect.Docker}, detect.Linked())
-}
-
-// TestSandboxtestLinksDockerAndPodmanOnly reads, with the go tool, what a
-// consumer of sandboxtest links: the adapters of a developer's machine,
-// not containerd's client or client-go (bench/adopt measures the cost).
-func TestSandboxtestLinksDockerAndPodmanOnly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "list", "-deps", "github.com/roboco/sandboxer/sandboxtest").Output()
-	require.NoError(t, err)
-	deps := strings.Fields(string(out))
-	for name, want := range map[string]bool{detect.Docker: true, detect.Podman: true, detect.Containerd: false, detect.Kubernetes: false} {
-		assert.Equal(t, want, slices.Contains(deps, detect.Import(name)), name)
-	}
-	assert.False(t, slices.ContainsFunc(deps, func(p string) bool {
-		return strings.HasPrefix(p, "k8s.io/client-go/") || strings.HasPrefix(p, "github.com/containerd/containerd/v2/client")
-	}), "client-go or the containerd client linked")
 }
