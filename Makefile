@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 60m
 # through the module proxy once, then from the module cache).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help build demo env env-down images test test-unit ci lint fmt bench clean
+.PHONY: help build demo env env-down images test test-unit ci lint fmt bench bench-adopt release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s "$$(printf '\t')"
@@ -22,11 +22,24 @@ build: ## build the CLI into bin/sandboxer
 	@if [ -d cmd/sandboxer ]; then $(GO) build -o bin/sandboxer ./cmd/sandboxer && echo bin/sandboxer; \
 	else echo "cmd/sandboxer does not exist yet: nothing to build"; $(GO) build ./...; fi
 
-demo: ## offline demo: stand-ins, postgres+redis+mongo with real clients, env masked, teardown
-	hack/env.sh up
-	$(GO) build -o bin/sandboxer ./cmd/sandboxer
-	$(GO) build -o bin/democlient ./cmd/sandboxer/democlient
-	set -a; . build/images.env; set +a; bin/sandboxer doctor && bin/sandboxer run --services postgres,redis,mongo -- bin/democlient
+demo: ## offline demo on Docker only: Docker and the stand-in images, postgres+redis+mongo with real clients, env masked, teardown; one line per step with its duration
+	@# Only what the demo uses: Docker (SANDBOXER_RUNTIMES=docker; no Podman,
+	@# containerd or Kubernetes to build or start) and the stand-in images.
+	@# Each step's output goes to build/demo-<step>.log; the demo's own
+	@# output (the env, masked, and one login line per service) is shown.
+	@mkdir -p build; t0=$$(date +%s%N); \
+	took() { awk -v s="$$1" -v e="$$(date +%s%N)" 'BEGIN { printf "%.1f s", (e - s) / 1e9 }'; }; \
+	step() { local key=$$1 label=$$2 s; shift 2; s=$$(date +%s%N); \
+		if "$$@" >"build/demo-$$key.log" 2>&1; then printf 'demo: %-40s %9s\n' "$$label" "$$(took "$$s")"; \
+		else echo "demo: $$label FAILED (build/demo-$$key.log):"; tail -n 20 "build/demo-$$key.log"; exit 1; fi; }; \
+	step env "env: Docker and the stand-in images" env SANDBOXER_RUNTIMES=docker hack/env.sh up; \
+	step build "build bin/sandboxer" $(GO) build -o bin/sandboxer ./cmd/sandboxer; \
+	step democlient "build bin/democlient" $(GO) build -o bin/democlient ./cmd/sandboxer/democlient; \
+	set -a; . build/images.env; set +a; export SANDBOXER_RUNTIME=docker; \
+	step doctor "doctor (Docker)" bin/sandboxer doctor; \
+	s=$$(date +%s%N); bin/sandboxer run --services postgres,redis,mongo -- bin/democlient || exit 1; \
+	printf 'demo: %-40s %9s\n' "run postgres,redis,mongo, log in, tear down" "$$(took "$$s")"; \
+	printf 'demo: %-40s %9s\n' "total" "$$(took "$$t0")"
 
 env: ## install packages, start runtimes (rootless Podman as an unprivileged user too, a single-node Kubernetes cluster), build+serve stand-in images, write build/images.env
 	hack/env.sh up
@@ -69,6 +82,13 @@ bench: ## benchmarks (see bench/): a row per runtime that answers; kubernetes wh
 	$(GO) run ./bench/cmd/sandboxer-bench -runtime "$${SANDBOXER_BENCH_RUNTIMES:-all}" -n "$${SANDBOXER_BENCH_N:-10}"
 	@# sandboxtest's per-test databases on real runtimes: one round each (-benchtime 1x), figures as metrics.
 	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./sandboxtest/ | tee bench/results/sandboxtest.txt
+	bench/adopt/adopt.sh "$${SANDBOXER_ADOPT_ROUNDS:-1}"
+
+bench-adopt: ## a sandboxtest consumer's cold test build vs testcontainers-go's, side by side (bench/results/adopt.md)
+	bench/adopt/adopt.sh "$${SANDBOXER_ADOPT_ROUNDS:-1}"
+
+release: ## static linux/amd64 and linux/arm64 CLI binaries (CGO_ENABLED=0) and SHA256SUMS in dist/, checked (file, sha256sum -c, version)
+	deploy/release.sh dist
 
 clean: ## remove build outputs (not the caches under ~/.cache/sandboxer)
-	rm -rf bin build/*.log
+	rm -rf bin dist build/*.log

@@ -80,6 +80,10 @@ type Options struct {
 	// A runtime that hangs on one container costs that container's
 	// removal at most twice this, and never the sweep or the loop.
 	CallTimeout time.Duration
+	// OnSweep, when set, is told the outcome of each sweep of Run, and how
+	// long it took (a sweep cut short by Run's end is not reported): how
+	// the CLI's janitor serves its metrics (janitor/metrics).
+	OnSweep func(rep Report, err error, took time.Duration)
 }
 
 // Validate reports the first invalid option, as an error that matches
@@ -395,6 +399,10 @@ func (j *Janitor) sweepAndLog(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // shutting down: a cut-short sweep is not news
 	}
+	took := time.Since(start)
+	if j.opts.OnSweep != nil {
+		j.opts.OnSweep(rep, err, took)
+	}
 	attrs := []any{
 		"runtime", j.rt.Name(),
 		"prefix", j.opts.Prefix,
@@ -403,7 +411,7 @@ func (j *Janitor) sweepAndLog(ctx context.Context) {
 		"skipped", len(rep.Skipped),
 		"errors", len(rep.Errors),
 		"adopted", len(rep.Adopted),
-		"took", time.Since(start).Round(time.Millisecond),
+		"took", took.Round(time.Millisecond),
 	}
 	if len(rep.Removed) > 0 {
 		attrs = append(attrs, "sandboxes", names(rep.Removed))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/janitor/metrics"
 )
 
 // janitorOptions are the janitor options of gc and janitor: the label
@@ -238,16 +239,25 @@ func (a *app) janitorCmd() *cobra.Command {
 	var (
 		grace, interval time.Duration
 		noAdopt         bool
+		metricsAddr     string
+		metricsPublic   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "janitor [--interval 30s] [--grace 180s]",
+		Use:   "janitor [--interval 30s] [--grace 180s] [--metrics-addr 127.0.0.1:9464]",
 		Short: "Sweep for orphaned sandboxes at start and on every tick, until a signal stops it",
 		Long: `Run the janitor loop: a sweep at start, then one per --interval, until
 SIGINT, SIGTERM, SIGHUP or SIGQUIT (then exit 0). A failed sweep is logged
 and retried at the next tick, so the loop outlives a runtime restart. It
 needs no container of its own: run it as a service next to the runtime, or
 inside the orchestrator. It sweeps one runtime, chosen as up chooses it:
-run one janitor per runtime (--runtime) on a host with several.`,
+run one janitor per runtime (--runtime) on a host with several.
+
+--metrics-addr serves Prometheus metrics at /metrics (off by default):
+sandboxer_janitor_sandboxes{state,engine}, _last_sweep_sandboxes{outcome},
+_sandboxes_total{outcome}, _sweeps_total{result}, _sweep_duration_seconds
+and _last_success_timestamp_seconds. A bare port (":9464") listens on
+127.0.0.1; a host that is not a loopback address is refused unless
+--metrics-public says so (the metrics are served without authentication).`,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
 			jopts, err := a.janitorOptions(grace)
@@ -261,12 +271,32 @@ run one janitor per runtime (--runtime) on a host with several.`,
 			if err := a.provisionOptions().Validate(); err != nil {
 				return err
 			}
+			var listen string
+			if metricsAddr != "" {
+				if listen, err = metrics.ListenAddr(metricsAddr, metricsPublic); err != nil {
+					return usagef("--metrics-addr: %v", err)
+				}
+			}
 			ctx := cmd.Context()
 			rt, err := a.connect(ctx)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
+			if listen != "" {
+				m := metrics.New(rt.Name())
+				addr, served, err := m.Serve(ctx, listen)
+				if err != nil {
+					return err
+				}
+				go func() {
+					if err := <-served; err != nil {
+						a.log.Error("janitor: metrics server stopped", "err", err)
+					}
+				}()
+				jopts.OnSweep = m.Observe
+				a.log.Info("janitor metrics", "url", "http://"+addr+"/metrics")
+			}
 			a.log.Info("janitor started", "runtime", rt.Name(), "endpoint", rt.Endpoint(), "prefix", a.labelPrefix, "interval", interval, "grace", grace)
 			j := janitor.New(rt, jopts)
 			if err := j.Run(ctx, interval); err != nil {
@@ -279,6 +309,8 @@ run one janitor per runtime (--runtime) on a host with several.`,
 	f := cmd.Flags()
 	f.DurationVar(&interval, "interval", 30*time.Second, "time between sweeps")
 	f.DurationVar(&grace, "grace", janitor.DefaultGrace, "leave sandboxes younger than this alone (0s: none)")
+	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (off by default; a bare :PORT listens on 127.0.0.1)")
+	f.BoolVar(&metricsPublic, "metrics-public", false, "allow --metrics-addr on a host that is not a loopback address")
 	f.BoolVar(&noAdopt, "no-adopt", false, "never adopt kept sandboxes by their owner (Kubernetes ownerReferences): leave it to up/spawn and `sandboxer adopt`")
 	return cmd
 }

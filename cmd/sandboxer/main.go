@@ -1,10 +1,10 @@
 // Command sandboxer gives agents, developers and CI jobs throwaway Postgres,
-// Redis and Mongo sandboxes as sibling containers on Docker, Podman or
-// containerd.
+// Redis and Mongo sandboxes as sibling containers on Docker, Podman,
+// containerd or Kubernetes: it links every adapter (runtime/all).
 //
-// Commands: up, spawn, down, adopt, ls, gc, janitor, run, engines, doctor; `sandboxer
-// --help` lists the global flags and the exit codes. The command is a thin
-// layer: flags, output formats and exit codes. The lifecycle lives in the
+// Commands: up, spawn, down, adopt, ls, gc, janitor, run, engines, doctor,
+// warm, images, version; `sandboxer --help` lists the global flags and the
+// exit codes. The command is a thin layer: flags, output formats and exit codes. The lifecycle lives in the
 // provision and janitor packages, the runtime choice in runtime/detect.
 package main
 
@@ -13,6 +13,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// The CLI links every runtime adapter; each registers itself with
+	// runtime/detect.
+	_ "github.com/roboco/sandboxer/runtime/all"
 )
 
 func main() {

@@ -183,7 +183,7 @@ func (a *app) rootCmd() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	f := root.PersistentFlags()
-	f.StringVar(&a.runtimeName, "runtime", "", "container runtime: auto, docker, podman or containerd (env SANDBOXER_RUNTIME; default auto)")
+	f.StringVar(&a.runtimeName, "runtime", "", "container runtime: auto, "+strings.Join(detect.Choosable(), ", ")+" (env SANDBOXER_RUNTIME; default auto)")
 	f.StringVar(&a.dockerHost, "docker-host", "", "Docker endpoint (default DOCKER_HOST, else unix:///var/run/docker.sock)")
 	f.StringVar(&a.containerHost, "container-host", "", "Podman endpoint (default CONTAINER_HOST, else the rootful, then the rootless socket)")
 	f.StringVar(&a.containerdAddress, "containerd-address", "", "containerd socket (default CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
@@ -202,7 +202,7 @@ func (a *app) rootCmd() *cobra.Command {
 	f.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.MarkFlagsMutuallyExclusive("quiet", "verbose")
 
-	root.AddCommand(a.upCmd(), a.spawnCmd(), a.downCmd(), a.adoptCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd(), a.warmCmd(), a.imagesCmd())
+	root.AddCommand(a.upCmd(), a.spawnCmd(), a.downCmd(), a.adoptCmd(), a.lsCmd(), a.gcCmd(), a.janitorCmd(), a.runCmd(), a.enginesCmd(), a.doctorCmd(), a.warmCmd(), a.imagesCmd(), a.versionCmd())
 	return root
 }
 

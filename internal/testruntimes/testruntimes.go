@@ -33,6 +33,8 @@ import (
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
+	// The tests cover every runtime the CLI links.
+	_ "github.com/roboco/sandboxer/runtime/all"
 	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/detect"
 	"github.com/roboco/sandboxer/runtime/docker"

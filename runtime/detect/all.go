@@ -31,12 +31,12 @@ type Survey struct {
 	Answered []Connected
 }
 
-// Unanswered are the present candidates that did not answer (StatusFailed),
-// in order.
+// Unanswered are the present candidates that did not answer (StatusFailed)
+// or could not be asked (StatusNotLinked), in order.
 func (s *Survey) Unanswered() []Probe {
 	var out []Probe
 	for _, p := range s.Probes {
-		if p.Status == StatusFailed {
+		if p.Status == StatusFailed || p.Status == StatusNotLinked {
 			out = append(out, p)
 		}
 	}
@@ -88,7 +88,7 @@ func DetectAll(ctx context.Context, opts Options) (*Survey, error) {
 		}
 	}
 	if reason := s.problem(); reason != "" {
-		return s, &UnavailableError{Reason: reason}
+		return s, unavailable(reason, s.Probes)
 	}
 	return s, nil
 }
@@ -102,6 +102,8 @@ func (s *Survey) problem() string {
 		switch p.Status {
 		case StatusFailed:
 			failed = append(failed, fmt.Sprintf("%s did not answer: %s", p.Candidate, oneLine(p.Err)))
+		case StatusNotLinked:
+			failed = append(failed, fmt.Sprintf("%s was not asked: %s", p.Candidate, oneLine(p.Err)))
 		case StatusAbsent, StatusNoAccess:
 			skipped = append(skipped, p.skipped())
 		}

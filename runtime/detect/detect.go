@@ -10,9 +10,13 @@
 // that they never report success having looked at a different runtime than
 // the one that holds the sandboxes.
 //
-// It is the one package that imports every adapter: the port (runtime)
-// cannot without an import cycle, and the lifecycle packages (provision,
-// janitor, engines) must not.
+// It imports no adapter: each adapter registers itself from its init
+// (Register, as a database/sql driver does), so a program links exactly the
+// adapters it imports (runtime/all links every one; the CLI does). What
+// detection knows of every runtime is where it is found (the endpoints
+// below), so that a runtime found whose adapter is not linked is reported
+// (StatusNotLinked, ErrNotLinked) with the import to add, instead of being
+// silently passed over.
 //
 // Auto-detection order; a runtime whose endpoint is configured (DOCKER_HOST,
 // CONTAINER_HOST, CONTAINERD_ADDRESS, or the matching option) is only tried
@@ -57,10 +61,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/roboco/sandboxer/runtime"
-	"github.com/roboco/sandboxer/runtime/containerd"
-	"github.com/roboco/sandboxer/runtime/docker"
-	"github.com/roboco/sandboxer/runtime/kubernetes"
-	"github.com/roboco/sandboxer/runtime/podman"
+)
+
+// The runtimes' names, as their adapters call themselves (Runtime.Name).
+const (
+	Docker     = "docker"
+	Podman     = "podman"
+	Containerd = "containerd"
+	Kubernetes = "kubernetes"
 )
 
 // Auto asks for auto-detection.
@@ -76,8 +84,10 @@ const (
 	// EnvContainerHost is Podman's endpoint convention.
 	EnvContainerHost = "CONTAINER_HOST"
 	// EnvContainerdAddress and EnvContainerdNamespace are containerd's.
-	EnvContainerdAddress   = containerd.EnvAddress
-	EnvContainerdNamespace = containerd.EnvNamespace
+	EnvContainerdAddress   = "CONTAINERD_ADDRESS"
+	EnvContainerdNamespace = "CONTAINERD_NAMESPACE"
+	// EnvKubernetesNamespace is the kubernetes runtime's namespace.
+	EnvKubernetesNamespace = "SANDBOXER_K8S_NAMESPACE"
 )
 
 // Well-known sockets.
@@ -86,6 +96,8 @@ const (
 	RootfulPodmanSocket = "/run/podman/podman.sock"
 	// DockerSocket is where dockerd listens by default.
 	DockerSocket = "/var/run/docker.sock"
+	// ContainerdSocket is where containerd listens by default.
+	ContainerdSocket = "/run/containerd/containerd.sock"
 )
 
 // DefaultPingTimeout bounds each candidate's ping.
@@ -93,11 +105,11 @@ const DefaultPingTimeout = 3 * time.Second
 
 // Runtimes are the names auto-detection tries, which an explicit choice
 // may use too, in no particular order of preference.
-var Runtimes = []string{docker.Name, podman.Name, containerd.Name}
+var Runtimes = []string{Docker, Podman, Containerd}
 
 // ExplicitOnly are the runtimes that only an explicit choice (--runtime,
 // SANDBOXER_RUNTIME) reaches: auto-detection never tries them.
-var ExplicitOnly = []string{kubernetes.Name}
+var ExplicitOnly = []string{Kubernetes}
 
 // Choosable are the names an explicit choice may use: Runtimes, then
 // ExplicitOnly.
@@ -112,15 +124,33 @@ const EnvKubeconfig = "KUBECONFIG"
 var ErrUnknownRuntime = errors.New("unknown runtime")
 
 // UnavailableError is Detect's error when no candidate answered. It matches
-// runtime.ErrUnavailable; its message is Selection.Reason, one line.
+// runtime.ErrUnavailable, and ErrNotLinked too when a candidate was found
+// whose adapter is not linked; its message is Selection.Reason, one line.
 type UnavailableError struct {
 	Reason string
+	// NotLinked are the runtimes found whose adapter is not linked, in
+	// candidate order, once each.
+	NotLinked []string
 }
 
 func (e *UnavailableError) Error() string { return e.Reason }
 
-// Is makes an UnavailableError match runtime.ErrUnavailable.
-func (e *UnavailableError) Is(target error) bool { return target == runtime.ErrUnavailable }
+// Is makes an UnavailableError match runtime.ErrUnavailable, and
+// ErrNotLinked when NotLinked is not empty.
+func (e *UnavailableError) Is(target error) bool {
+	return target == runtime.ErrUnavailable || (target == ErrNotLinked && len(e.NotLinked) > 0)
+}
+
+// unavailable is the UnavailableError of probes with reason.
+func unavailable(reason string, probes []Probe) *UnavailableError {
+	e := &UnavailableError{Reason: reason}
+	for _, p := range probes {
+		if p.Status == StatusNotLinked && !slices.Contains(e.NotLinked, p.Runtime) {
+			e.NotLinked = append(e.NotLinked, p.Runtime)
+		}
+	}
+	return e
+}
 
 // Candidate is one runtime endpoint detection may choose.
 type Candidate struct {
@@ -173,6 +203,10 @@ const (
 	StatusNoAccess Status = "no access"
 	// StatusNotTried: an earlier candidate answered first; not pinged.
 	StatusNotTried Status = "not tried"
+	// StatusNotLinked: the candidate is present but this program does not
+	// link its runtime's adapter; not pinged. Probe.Err matches
+	// ErrNotLinked and names the import to add.
+	StatusNotLinked Status = "not linked"
 )
 
 // Probe is one candidate and its outcome.
@@ -208,6 +242,8 @@ func (p Probe) Describe() string {
 		return "absent: no socket at " + p.Socket
 	case StatusNoAccess:
 		return "no access: this user may not connect to " + p.Socket
+	case StatusNotLinked:
+		return "not linked: " + oneLine(p.Err)
 	default:
 		return string(p.Status)
 	}
@@ -254,9 +290,15 @@ type Options struct {
 	// existing unix socket at path (default: it may write to it, as
 	// faccessat(2) with the effective ids says).
 	SocketUsable func(path string) bool
-	// Connect makes the runtime for a candidate (default: the adapters).
-	// It must not contact the runtime; Detect pings it.
+	// Connect makes the runtime for a candidate (default: the driver its
+	// adapter registered; a candidate whose adapter is not linked is then
+	// StatusNotLinked). It must not contact the runtime; Detect pings it.
+	// When it is set, every runtime counts as linked.
 	Connect func(Candidate, *slog.Logger) (runtime.ContainerRuntime, error)
+
+	// linked reports whether a runtime's adapter is linked (set by
+	// withDefaults).
+	linked func(name string) bool
 }
 
 func (o Options) withDefaults() Options {
@@ -269,10 +311,16 @@ func (o Options) withDefaults() Options {
 	if o.SocketUsable == nil {
 		o.SocketUsable = socketUsable
 	}
+	if o.linked == nil {
+		o.linked = func(name string) bool { return driver(name) != nil }
+		if o.Connect != nil {
+			o.linked = func(string) bool { return true }
+		}
+	}
 	if o.Connect == nil {
 		unenforced := o.UnenforcedLimits
 		o.Connect = func(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error) {
-			return connect(c, logger, unenforced)
+			return connect(c, ConnectOptions{Logger: logger, UnenforcedLimits: unenforced})
 		}
 	}
 	if o.PingTimeout <= 0 {
@@ -330,28 +378,28 @@ func Candidates(opts Options) ([]Candidate, error) {
 	var all []Candidate
 	add := func(c Candidate) { all = append(all, c) }
 	if dockerHost != "" {
-		add(Candidate{Runtime: docker.Name, Endpoint: dockerHost, Source: dockerSrc})
+		add(Candidate{Runtime: Docker, Endpoint: dockerHost, Source: dockerSrc})
 	}
 	if podmanHost != "" {
-		add(Candidate{Runtime: podman.Name, Endpoint: podmanHost, Source: podmanSrc})
+		add(Candidate{Runtime: Podman, Endpoint: podmanHost, Source: podmanSrc})
 	} else {
 		rootless := filepath.Join(runDir, "podman", "podman.sock")
-		add(Candidate{Runtime: podman.Name, Endpoint: "unix://" + RootfulPodmanSocket, Source: "rootful Podman socket", Socket: RootfulPodmanSocket})
-		add(Candidate{Runtime: podman.Name, Endpoint: "unix://" + rootless, Source: "rootless Podman socket", Socket: rootless})
+		add(Candidate{Runtime: Podman, Endpoint: "unix://" + RootfulPodmanSocket, Source: "rootful Podman socket", Socket: RootfulPodmanSocket})
+		add(Candidate{Runtime: Podman, Endpoint: "unix://" + rootless, Source: "rootless Podman socket", Socket: rootless})
 	}
 	if dockerHost == "" {
 		rootless := filepath.Join(runDir, "docker.sock")
-		add(Candidate{Runtime: docker.Name, Endpoint: "unix://" + DockerSocket, Source: "Docker socket", Socket: DockerSocket})
-		add(Candidate{Runtime: docker.Name, Endpoint: "unix://" + rootless, Source: "rootless Docker socket", Socket: rootless})
+		add(Candidate{Runtime: Docker, Endpoint: "unix://" + DockerSocket, Source: "Docker socket", Socket: DockerSocket})
+		add(Candidate{Runtime: Docker, Endpoint: "unix://" + rootless, Source: "rootless Docker socket", Socket: rootless})
 	}
 	if ctrdAddr != "" {
-		add(Candidate{Runtime: containerd.Name, Endpoint: ctrdAddr, Namespace: ctrdNS, Source: ctrdSrc})
+		add(Candidate{Runtime: Containerd, Endpoint: ctrdAddr, Namespace: ctrdNS, Source: ctrdSrc})
 	} else {
-		add(Candidate{Runtime: containerd.Name, Endpoint: containerd.DefaultAddress, Namespace: ctrdNS, Source: "containerd socket", Socket: containerd.DefaultAddress})
+		add(Candidate{Runtime: Containerd, Endpoint: ContainerdSocket, Namespace: ctrdNS, Source: "containerd socket", Socket: ContainerdSocket})
 	}
 
-	if name == kubernetes.Name {
-		c := Candidate{Runtime: kubernetes.Name, Endpoint: opts.Getenv(EnvKubeconfig), Namespace: opts.Getenv(kubernetes.EnvNamespace), Source: EnvKubeconfig}
+	if name == Kubernetes {
+		c := Candidate{Runtime: Kubernetes, Endpoint: opts.Getenv(EnvKubeconfig), Namespace: opts.Getenv(EnvKubernetesNamespace), Source: EnvKubeconfig}
 		if c.Endpoint == "" {
 			c.Source = "~/.kube/config or the in-cluster config"
 		}
@@ -429,7 +477,7 @@ func Detect(ctx context.Context, opts Options) (*Selection, error) {
 	}
 	sel.Reason = sel.reason()
 	if sel.Runtime == nil {
-		return sel, &UnavailableError{Reason: sel.Reason}
+		return sel, unavailable(sel.Reason, sel.Probes)
 	}
 	return sel, nil
 }
@@ -439,14 +487,24 @@ func Detect(ctx context.Context, opts Options) (*Selection, error) {
 func (o Options) present(p *Probe) bool {
 	switch {
 	case p.Socket == "":
-		return true
+		return o.linkedProbe(p)
 	case !o.SocketExists(p.Socket):
 		p.Status = StatusAbsent
 	case !o.SocketUsable(p.Socket):
 		p.Status = StatusNoAccess
 	default:
+		return o.linkedProbe(p)
+	}
+	return false
+}
+
+// linkedProbe reports whether the adapter of p's present candidate is
+// linked; when it is not, it sets p to StatusNotLinked.
+func (o Options) linkedProbe(p *Probe) bool {
+	if o.linked(p.Runtime) {
 		return true
 	}
+	p.Status, p.Err = StatusNotLinked, notLinkedError(p.Runtime)
 	return false
 }
 
@@ -519,46 +577,10 @@ func (p Probe) skipped() string {
 		return fmt.Sprintf("%s no access (%s)", p.Source, p.Socket)
 	case StatusFailed:
 		return fmt.Sprintf("%s %s failed: %s", p.Source, p.Shown(), oneLine(p.Err))
+	case StatusNotLinked:
+		return fmt.Sprintf("%s %s found, but %s", p.Source, p.Shown(), oneLine(p.Err))
 	}
 	return ""
-}
-
-// Connect makes the adapter for c without contacting it: docker.New,
-// podman.New or containerd.New with c's endpoint (and namespace).
-func Connect(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error) {
-	return connect(c, logger, false)
-}
-
-// connect is Connect, with podman.WithUnenforcedLimits when unenforced
-// (Options.UnenforcedLimits).
-func connect(c Candidate, logger *slog.Logger, unenforced bool) (runtime.ContainerRuntime, error) {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	switch c.Runtime {
-	case docker.Name:
-		return docker.New(docker.WithHost(c.Endpoint), docker.WithLogger(logger))
-	case podman.Name:
-		opts := []podman.Option{podman.WithHost(c.Endpoint), podman.WithLogger(logger)}
-		if unenforced {
-			opts = append(opts, podman.WithUnenforcedLimits())
-		}
-		return podman.New(opts...)
-	case kubernetes.Name:
-		opts := []kubernetes.Option{kubernetes.WithKubeconfig(c.Endpoint), kubernetes.WithLogger(logger)}
-		if c.Namespace != "" {
-			opts = append(opts, kubernetes.WithNamespace(c.Namespace))
-		}
-		return kubernetes.New(opts...)
-	case containerd.Name:
-		opts := []containerd.Option{containerd.WithAddress(strings.TrimPrefix(c.Endpoint, "unix://")), containerd.WithLogger(logger)}
-		if c.Namespace != "" {
-			opts = append(opts, containerd.WithNamespace(c.Namespace))
-		}
-		return containerd.New(opts...)
-	default:
-		return nil, fmt.Errorf("detect: connect %q: %w", c.Runtime, ErrUnknownRuntime)
-	}
 }
 
 func socketExists(path string) bool {

@@ -39,16 +39,19 @@ import (
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
-	"github.com/roboco/sandboxer/runtime/containerd"
-	"github.com/roboco/sandboxer/runtime/docker"
-	"github.com/roboco/sandboxer/runtime/kubernetes"
-	"github.com/roboco/sandboxer/runtime/podman"
+	// The driver measures every runtime the CLI links.
+	_ "github.com/roboco/sandboxer/runtime/all"
+	"github.com/roboco/sandboxer/runtime/detect"
 )
 
-// backend connects to one runtime and to its floor (its own API).
+// backend is one runtime the driver measures, connected through runtime
+// detection as the CLI's --runtime connects, with the driver's settings
+// for it.
 type backend struct {
-	name    string
-	connect func() (runtime.ContainerRuntime, bench.Floor, error)
+	name string
+	// floor, when set, is the runtime's own API at the endpoint detection
+	// chose (default: bench.AdapterFloor, the adapter itself).
+	floor func(endpoint string) (bench.Floor, error)
 	// atOnce, when not zero, caps how many sandboxes the row runs at once
 	// (the owners and the real sweeps), and why says why.
 	atOnce int
@@ -65,48 +68,25 @@ type backend struct {
 // (OutOfcpu) as soon as anything else ran there; 16 leave 400m.
 const k8sAtOnce = 16
 
-// backends are the runtimes the driver knows, in the order they run.
-var backends = []backend{
-	{name: docker.Name, connect: func() (runtime.ContainerRuntime, bench.Floor, error) {
-		rt, err := docker.New()
-		if err != nil {
-			return nil, nil, err
-		}
-		floor, err := bench.NewDockerFloor(os.Getenv("DOCKER_HOST"))
-		if err != nil {
-			rt.Close()
-			return nil, nil, err
-		}
-		return rt, floor, nil
-	}},
-	{name: podman.Name, connect: func() (runtime.ContainerRuntime, bench.Floor, error) {
-		rt, err := podman.New()
-		if err != nil {
-			return nil, nil, err
-		}
-		return rt, bench.AdapterFloor{RT: rt}, nil
-	}},
-	{name: containerd.Name, connect: func() (runtime.ContainerRuntime, bench.Floor, error) {
-		var opts []containerd.Option
-		if reg := os.Getenv("SANDBOXER_REGISTRY"); reg != "" {
-			opts = append(opts, containerd.WithInsecureRegistries(reg))
-		}
-		rt, err := containerd.New(opts...)
-		if err != nil {
-			return nil, nil, err
-		}
-		return rt, bench.AdapterFloor{RT: rt}, nil
-	}},
-	{name: kubernetes.Name, connect: func() (runtime.ContainerRuntime, bench.Floor, error) {
-		rt, err := kubernetes.New()
-		if err != nil {
-			return nil, nil, err
-		}
-		return rt, bench.AdapterFloor{RT: rt}, nil
-	}, atOnce: k8sAtOnce,
+// settings are the driver's own settings of some runtimes.
+var settings = map[string]backend{
+	detect.Docker: {floor: func(endpoint string) (bench.Floor, error) { return bench.NewDockerFloor(endpoint) }},
+	detect.Kubernetes: {atOnce: k8sAtOnce,
 		why:   "each sandbox pod requests 100m CPU, and 20 would ask all 2000m of the 2-core test node (the kubelet refuses a pod past that: OutOfcpu)",
 		optIn: func() bool { return os.Getenv("KUBECONFIG") != "" }},
 }
+
+// backends are the runtimes the driver knows, in the order they run:
+// every runtime detection can choose (detect.Choosable).
+var backends = func() []backend {
+	var out []backend
+	for _, name := range detect.Choosable() {
+		b := settings[name]
+		b.name = name
+		out = append(out, b)
+	}
+	return out
+}()
 
 func main() {
 	testenv.Load()
@@ -270,11 +250,18 @@ func imageRefs() (map[string]string, error) {
 }
 
 func measure(ctx context.Context, b backend, s *bench.Suite) (*bench.Report, error) {
-	rt, floor, err := b.connect()
+	sel, err := detect.Detect(ctx, detect.Options{Runtime: b.name, Logger: s.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.name, err)
 	}
+	rt := sel.Runtime
 	defer rt.Close()
+	var floor bench.Floor = bench.AdapterFloor{RT: rt}
+	if b.floor != nil {
+		if floor, err = b.floor(sel.Chosen.Endpoint); err != nil {
+			return nil, fmt.Errorf("%s: floor: %w", b.name, err)
+		}
+	}
 	defer floor.Close()
 	s.RT, s.Floor = rt, floor
 	return s.Run(ctx)
