@@ -147,10 +147,12 @@ not be judged or removed.
 			errs := onEach(ctx, l.targets, timeout, func(ctx context.Context, i int, t target) error {
 				o := jopts
 				o.Logger = a.log.With("runtime", t.label)
-				j := janitor.New(t.RT, o)
-				var err error
-				sweeps[i].rep, err = j.Sweep(ctx)
 				sweeps[i].on = t.label
+				j, err := janitor.New(t.RT, o)
+				if err != nil {
+					return err
+				}
+				sweeps[i].rep, err = j.Sweep(ctx)
 				return err
 			})
 			err = joinErrors(append(errs, l.missing)...)
@@ -268,7 +270,10 @@ run one janitor per runtime (--runtime) on a host with several.`,
 			}
 			defer rt.Close()
 			a.log.Info("janitor started", "runtime", rt.Name(), "endpoint", rt.Endpoint(), "prefix", a.labelPrefix, "interval", interval, "grace", grace)
-			j := janitor.New(rt, jopts)
+			j, err := janitor.New(rt, jopts)
+			if err != nil {
+				return err
+			}
 			if err := j.Run(ctx, interval); err != nil {
 				return err
 			}
