@@ -67,7 +67,12 @@ func (s *Suite) fakeSweeps(ctx context.Context) {
 					s.sample(FigFakeList, ms(d))
 				}
 			}
-			j := janitor.New(f, janitor.Options{Prefix: prefix})
+			j, err := janitor.New(f, janitor.Options{Prefix: prefix})
+			if err != nil {
+				s.fail(fig, err)
+				_ = f.Close()
+				continue
+			}
 			listings := func() int { return f.Calls(fakeruntime.VerbList) + f.Calls(fakeruntime.VerbSnapshot) }
 			before := listings()
 			start := time.Now()
@@ -102,8 +107,16 @@ func (s *Suite) realSweeps(ctx context.Context, r int) {
 	// NoAdopt: the sweeps measure judging and removing; a sweep that
 	// adopted the kept sandboxes (Kubernetes) would hand their removal to
 	// the cluster's garbage collector once the agent goes.
-	j := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true, NoAdopt: true})
-	dry := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true, DryRun: true})
+	j, err := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true, NoAdopt: true})
+	if err != nil {
+		s.fail(FigRealKept(s.RealSweep), err)
+		return
+	}
+	dry, err := janitor.New(s.RT, janitor.Options{Prefix: prefix, NoGrace: true, DryRun: true})
+	if err != nil {
+		s.fail(FigRealKept(s.RealSweep), err)
+		return
+	}
 
 	if err := s.seedSandboxes(ctx, r, "a", lbls); err != nil {
 		s.fail(FigRealKept(s.RealSweep), err)

@@ -138,7 +138,8 @@ func TestDaemonRestartDuringProvision(t *testing.T) {
 			}
 
 			const grace = time.Second
-			j := janitor.New(rt, janitor.Options{Prefix: prefix, Grace: grace})
+			j, err := janitor.New(rt, janitor.Options{Prefix: prefix, Grace: grace})
+			require.NoError(t, err)
 			var swept []string
 			testkit.Poll(t, grace+time.Minute, 200*time.Millisecond, func() error {
 				rep, err := j.Sweep(ctx)

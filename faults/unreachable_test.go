@@ -129,7 +129,11 @@ func TestRuntimeUnreachable(t *testing.T) {
 			return err
 		}},
 		{"JanitorSweep", func(ctx context.Context, rt runtime.ContainerRuntime) error {
-			_, err := janitor.New(rt, janitor.Options{Prefix: "sbxunreach"}).Sweep(ctx)
+			j, err := janitor.New(rt, janitor.Options{Prefix: "sbxunreach"})
+			if err != nil {
+				return err
+			}
+			_, err = j.Sweep(ctx)
 			return err
 		}},
 	}

@@ -344,7 +344,8 @@ func BenchmarkJanitorSweep50(b *testing.B) {
 	seed()
 	agent, err := rt.Run(ctx, runtime.RunSpec{Name: owner, Image: image, Command: []string{"sleep", "3600"}, Labels: map[string]string{prefix + ".test": "1"}})
 	require.NoError(b, err)
-	j := janitor.New(rt, janitor.Options{Prefix: prefix, Grace: time.Nanosecond})
+	j, err := janitor.New(rt, janitor.Options{Prefix: prefix, Grace: time.Nanosecond})
+	require.NoError(b, err)
 
 	b.Run("kept", func(b *testing.B) {
 		for b.Loop() {

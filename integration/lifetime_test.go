@@ -198,7 +198,8 @@ func (e env) assertSurvived(ctx context.Context, newer runtime.Container) {
 // janitor reads as the end of that second.
 func (e env) pastGrace(ctx context.Context) {
 	e.T().Helper()
-	dry := janitor.New(e.RT, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond, DryRun: true})
+	dry, err := janitor.New(e.RT, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond, DryRun: true})
+	require.NoError(e.T(), err)
 	testkit.Poll(e.T(), 30*time.Second, 50*time.Millisecond, func() error {
 		rep, err := dry.Sweep(ctx)
 		if err == nil && len(rep.Skipped) > 0 {
@@ -227,7 +228,9 @@ func TestJanitorLeavesANewerSameNamedSandboxAlone(t *testing.T) {
 		m := newMeddler(e.RT)
 		var newer runtime.Container
 		m.onInspect(listed.ID, func(ctx context.Context) { newer = e.impostor(ctx, listed) })
-		rep, err := janitor.New(m, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond}).Sweep(ctx)
+		j, err := janitor.New(m, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond})
+		require.NoError(t, err)
+		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
 		require.NotEmpty(t, newer.ID, "the sweep never inspected the orphan before killing it")
 		assert.Empty(t, rep.Removed)
@@ -352,7 +355,8 @@ func TestHungRuntimeBoundsSweepAndTeardown(t *testing.T) {
 
 		m := forwardingMeddler{newMeddler(e.RT)}
 		m.hang(hung.Containers[0].ID)
-		j := janitor.New(m, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond, CallTimeout: callTimeout})
+		j, err := janitor.New(m, janitor.Options{Prefix: e.Prefix, Grace: time.Nanosecond, CallTimeout: callTimeout})
+		require.NoError(t, err)
 		start := time.Now()
 		rep, err := j.Sweep(ctx)
 		took := time.Since(start)

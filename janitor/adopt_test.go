@@ -30,6 +30,14 @@ func adoptedBy(t *testing.T, f *fakeruntime.Runtime) map[string]string {
 	return out
 }
 
+// sweepOnce makes one sweep of rt by a janitor with (valid) opts.
+func sweepOnce(t *testing.T, rt runtime.ContainerRuntime, opts janitor.Options) (janitor.Report, error) {
+	t.Helper()
+	j, err := janitor.New(rt, opts)
+	require.NoError(t, err)
+	return j.Sweep(context.Background())
+}
+
 func TestSweepAdoptsSandboxesOfExistingOwners(t *testing.T) {
 	ctx := context.Background()
 	w, a := adoptingWorld(t)
@@ -39,7 +47,8 @@ func TestSweepAdoptsSandboxesOfExistingOwners(t *testing.T) {
 	w.sandbox("roboco-sandbox-pg-2", "roboco-agent-2", time.Second, nil)                // owner not there yet
 	w.sandbox("roboco-sandbox-pg-3", "", time.Hour, map[string]string{keys.Owner: "-"}) // no owner: never
 
-	j := janitor.New(a, janitor.Options{Now: w.clock.Now})
+	j, err := janitor.New(a, janitor.Options{Now: w.clock.Now})
+	require.NoError(t, err)
 	rep, err := j.Sweep(ctx)
 	require.Error(t, err, "the sandbox without an owner label is an error of the report")
 	assert.Equal(t, []string{"roboco-sandbox-pg-1", "roboco-sandbox-redis-1"}, sandboxNames(rep.Adopted))
@@ -68,35 +77,33 @@ func TestSweepAdoptsSandboxesOfExistingOwners(t *testing.T) {
 }
 
 func TestSweepAdoptionFailureKeepsTheSandboxCovered(t *testing.T) {
-	ctx := context.Background()
 	w, a := adoptingWorld(t)
 	w.agent("roboco-agent-1", runtime.StateRunning)
 	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
 	w.fake.Fail(fakeruntime.VerbAdopt, "roboco-agent-1", errors.New("forbidden"))
 
-	rep, err := janitor.New(a, janitor.Options{Now: w.clock.Now}).Sweep(ctx)
+	rep, err := sweepOnce(t, a, janitor.Options{Now: w.clock.Now})
 	require.NoError(t, err, "a failed adoption is not a failed sweep: the janitor still covers the sandbox")
 	assert.Empty(t, rep.Adopted)
 	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Kept))
 }
 
 func TestSweepDryRunNoAdoptAndPlainRuntimesAdoptNothing(t *testing.T) {
-	ctx := context.Background()
 	w, a := adoptingWorld(t)
 	w.agent("roboco-agent-1", runtime.StateRunning)
 	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
 
-	rep, err := janitor.New(a, janitor.Options{Now: w.clock.Now, DryRun: true}).Sweep(ctx)
+	rep, err := sweepOnce(t, a, janitor.Options{Now: w.clock.Now, DryRun: true})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Adopted)
 
-	rep, err = janitor.New(a, janitor.Options{Now: w.clock.Now, NoAdopt: true}).Sweep(ctx)
+	rep, err = sweepOnce(t, a, janitor.Options{Now: w.clock.Now, NoAdopt: true})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Adopted, "NoAdopt")
 	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Kept))
 
 	// The plain fake (no runtime.Adopter): nothing to adopt with.
-	rep, err = janitor.New(w.fake, janitor.Options{Now: w.clock.Now}).Sweep(ctx)
+	rep, err = sweepOnce(t, w.fake, janitor.Options{Now: w.clock.Now})
 	require.NoError(t, err)
 	assert.Empty(t, rep.Adopted)
 	assert.Zero(t, w.fake.Calls(fakeruntime.VerbAdopt))

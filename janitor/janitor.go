@@ -32,9 +32,8 @@ const DefaultConcurrency = 8
 // reported with lifetime.ErrNoOwner or lifetime.ErrMalformedOwner.
 var ErrUndecided = errors.New("owner undecided")
 
-// ErrInvalid is the kind of every error of Options.Validate (errors.Is). A
-// Janitor built from invalid options never sweeps: Sweep and Run return
-// that error.
+// ErrInvalid is the kind of every error of Options.Validate (errors.Is),
+// which New returns for invalid options, and of Run's for a bad interval.
 var ErrInvalid = errors.New("invalid option")
 
 // Options configure a Janitor. The zero value is usable. The rule for
@@ -138,18 +137,17 @@ type Janitor struct {
 	rt   runtime.ContainerRuntime
 	opts Options
 	keys labels.Keys
-	// invalid is opts.Validate()'s error: such a janitor never sweeps.
-	invalid error
 }
 
 // New returns a Janitor for rt, with opts' zero fields set to defaults.
-// It does not talk to the runtime. Invalid options (Options.Validate) do
-// not make New fail: they make every Sweep and Run return the error, so a
-// caller that takes options from its user validates them first.
-func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
-	invalid := opts.Validate()
+// It checks opts (Options.Validate: an invalid option is an ErrInvalid
+// error naming it) but does not talk to the runtime.
+func New(rt runtime.ContainerRuntime, opts Options) (*Janitor, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
-	return &Janitor{rt: rt, opts: opts, keys: labels.For(opts.Prefix), invalid: invalid}
+	return &Janitor{rt: rt, opts: opts, keys: labels.For(opts.Prefix)}, nil
 }
 
 // Sweep makes one pass: one runtime.Snapshot (every "<prefix>.sandbox=1"
@@ -167,12 +165,9 @@ func New(rt runtime.ContainerRuntime, opts Options) *Janitor {
 // is recorded and the container is left for the next sweep. Every runtime
 // call is bounded by Options.CallTimeout. The error is non-nil when the
 // snapshot itself failed (the report is then empty) or when Report.Errors
-// is not empty (Report.Err), or when the options are invalid (ErrInvalid).
+// is not empty (Report.Err).
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	rep := Report{DryRun: j.opts.DryRun}
-	if j.invalid != nil {
-		return rep, j.invalid
-	}
 	sctx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
 	snap, err := j.rt.Snapshot(sctx, j.keys.Sandboxes())
 	cancel()
@@ -372,12 +367,9 @@ func (j *Janitor) remove(ctx context.Context, orphans []Sandbox, listed map[stri
 // Run sweeps once at start, then once per interval, until ctx ends; it
 // then returns nil. A sweep that fails is logged and retried at the next
 // tick: a janitor outlives a runtime restart. Each sweep that removed
-// something, or failed on something, logs one summary line. Invalid
-// options or interval are returned at once (ErrInvalid), before any sweep.
+// something, or failed on something, logs one summary line. An interval
+// that is not positive is returned at once (ErrInvalid), before any sweep.
 func (j *Janitor) Run(ctx context.Context, interval time.Duration) error {
-	if j.invalid != nil {
-		return j.invalid
-	}
 	if interval <= 0 {
 		return fmt.Errorf("janitor: run: %w: interval must be positive, got %s", ErrInvalid, interval)
 	}

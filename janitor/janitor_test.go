@@ -138,7 +138,9 @@ func (w *world) names() []string {
 
 func (w *world) janitor(opts janitor.Options) *janitor.Janitor {
 	opts.Now = w.clock.Now
-	return janitor.New(w.fake, opts)
+	j, err := janitor.New(w.fake, opts)
+	require.NoError(w.t, err)
+	return j
 }
 
 func sandboxNames(sbs []janitor.Sandbox) []string {
@@ -726,7 +728,8 @@ func TestSweepRoundTrips(t *testing.T) {
 			w := newWorld(t)
 			tt.seed(w)
 			spy := &callSpy{ContainerRuntime: w.fake}
-			j := janitor.New(spy, janitor.Options{Now: w.clock.Now})
+			j, err := janitor.New(spy, janitor.Options{Now: w.clock.Now})
+			require.NoError(t, err)
 			for sweep := range 3 {
 				inspects := w.fake.Calls(fakeruntime.VerbInspect)
 				rep, err := j.Sweep(context.Background())
@@ -1002,7 +1005,10 @@ func TestRunRejectsBadInterval(t *testing.T) {
 	assert.ErrorContains(t, err, "interval")
 }
 
-func TestOptionsValidate(t *testing.T) {
+// TestNewRefusesBadOptions: New refuses an invalid option with an
+// ErrInvalid error naming it, as Options.Validate says, without asking the
+// runtime anything; valid options make a janitor that sweeps.
+func TestNewRefusesBadOptions(t *testing.T) {
 	tests := []struct {
 		name string
 		opts janitor.Options
@@ -1015,35 +1021,32 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "NoGraceWithAGrace", opts: janitor.Options{NoGrace: true, Grace: time.Minute}, want: "grace 1m0s with NoGrace"},
 		{name: "NegativeConcurrency", opts: janitor.Options{Concurrency: -1}, want: "concurrency -1"},
 		{name: "NegativeCallTimeout", opts: janitor.Options{CallTimeout: -time.Second}, want: "call timeout -1s"},
-		{name: "BadPrefix", opts: janitor.Options{Prefix: "Bad Prefix"}, want: labels.PrefixRule},
+		{name: "BadPrefix", opts: janitor.Options{Prefix: "Bad Prefix"}, want: `label prefix "Bad Prefix": ` + labels.PrefixRule},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.opts.Validate()
+			w := newWorld(t)
+			w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
+			opts := tt.opts
+			opts.Now = w.clock.Now
+			j, err := janitor.New(w.fake, opts)
 			if tt.want == "" {
+				require.NoError(t, err)
+				require.NoError(t, tt.opts.Validate())
+				_, err = j.Sweep(context.Background())
 				assert.NoError(t, err)
 				return
 			}
+			assert.Nil(t, j)
 			assert.ErrorIs(t, err, janitor.ErrInvalid)
 			assert.ErrorContains(t, err, tt.want)
+			assert.Equal(t, tt.opts.Validate(), err, "New says what Validate says")
+			assert.Zero(t, w.fake.Calls(fakeruntime.VerbSnapshot), "the runtime was not asked")
+			assert.Equal(t, []string{"roboco-sandbox-pg-1"}, w.names())
 		})
 	}
-	assert.ErrorIs(t, janitor.Options{Prefix: "Bad"}.Validate(), labels.ErrInvalidPrefix)
-}
-
-// TestInvalidOptionsNeverSweep: a janitor built from invalid options
-// removes nothing; Sweep and Run say why, at once.
-func TestInvalidOptionsNeverSweep(t *testing.T) {
-	w := newWorld(t)
-	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
-	j := w.janitor(janitor.Options{Grace: -time.Second})
-
-	rep, err := j.Sweep(context.Background())
-	assert.ErrorIs(t, err, janitor.ErrInvalid)
-	assert.Zero(t, rep.Total())
-	assert.ErrorIs(t, j.Run(context.Background(), time.Second), janitor.ErrInvalid)
-	assert.Equal(t, []string{"roboco-sandbox-pg-1"}, w.names())
-	assert.Zero(t, w.fake.Calls(fakeruntime.VerbSnapshot), "the runtime was not asked")
+	_, err := janitor.New(nil, janitor.Options{Prefix: "Bad"})
+	assert.ErrorIs(t, err, labels.ErrInvalidPrefix)
 }
 
 // TestSweepNoGrace: without a grace window an orphan is removed however
@@ -1184,7 +1187,8 @@ func TestSweepReconcilesTheRuntime(t *testing.T) {
 			w := newWorld(t)
 			w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
 			spy := &reconcileSpy{ContainerRuntime: w.fake, err: tt.err}
-			j := janitor.New(spy, janitor.Options{Now: w.clock.Now, DryRun: tt.dryRun})
+			j, err := janitor.New(spy, janitor.Options{Now: w.clock.Now, DryRun: tt.dryRun})
+			require.NoError(t, err)
 			rep, err := j.Sweep(context.Background())
 			require.NoError(t, err)
 			assert.Equal(t, []string{"roboco-sandbox-pg-1"}, sandboxNames(rep.Removed))

@@ -37,10 +37,16 @@ func SwitchName(prefix string) (string, error) {
 // Gate decides what a spawn gets: nothing unless the master switch is on
 // and the project lists services.
 type Gate struct {
-	// Enabled is the master switch.
+	// Enabled is the master switch (false when unset or unreadable).
 	Enabled bool
-	// Services is the project's service list.
+	// Services is the project's service list (nil when it has none or
+	// could not be read).
 	Services []string
+	// Unchecked is what is wrong with the project's list while the switch
+	// is off, which lets the spawn through without refusing it: the
+	// project's spawns fail with this error once the switch is turned on.
+	// It is nil otherwise.
+	Unchecked error
 }
 
 // NotParticipating says why a gate lets a spawn through untouched.
@@ -54,35 +60,43 @@ const (
 	NoServices NotParticipating = "no_services"
 )
 
-// GateFromEnv reads the master switch EnvEnabled from getenv for a
-// project's service list (GateFromEnvNamed with the default name).
-func GateFromEnv(getenv func(string) string, projectServices []string) (Gate, error) {
-	return GateFromEnvNamed(getenv, EnvEnabled, projectServices)
+// GateFromEnv reads a spawn's gate: the master switch called switchName
+// (SwitchName; EnvEnabled by default) from getenv, unset or empty being
+// off, and the project's service list as stored (ParseServiceList), whose
+// names are checked against reg (nil: engines.Default).
+//
+// A project that lists no services does not participate whatever the
+// switch says, so a switch value that is not a recognisable boolean
+// refuses only the spawns of projects that list services. While the switch
+// is off the list is not refused either: what is wrong with it is
+// Gate.Unchecked. Otherwise a bad switch value, then a bad list, is an
+// ErrInvalid error naming it. The Gate returned with an error still holds
+// what was read, for a report; Spawn provisions nothing for it (it is
+// inactive, or names a service Provision refuses).
+func GateFromEnv(getenv func(string) string, switchName string, reg *engines.Registry, storedList string) (Gate, error) {
+	services, listErr := ParseServiceList(storedList)
+	on, switchErr := parseSwitch(switchName, getenv(switchName))
+	g := Gate{Enabled: on && switchErr == nil, Services: services}
+	switch {
+	case listErr == nil && len(services) == 0:
+		return g, nil
+	case switchErr != nil:
+		return g, switchErr
+	}
+	if listErr == nil {
+		_, listErr = ValidateServices(reg, services)
+	}
+	if !on {
+		g.Unchecked = listErr
+		return g, nil
+	}
+	return g, listErr
 }
 
-// GateFromEnvNamed reads the master switch called name from getenv (unset
-// or empty: off) for a project's service list. A project that lists no
-// services does not participate whatever the switch says, so a switch
-// value that is not a recognisable boolean refuses only the spawns of
-// projects that list services: an ErrInvalid error naming it.
-func GateFromEnvNamed(getenv func(string) string, name string, projectServices []string) (Gate, error) {
-	on, err := ParseSwitchNamed(name, getenv(name))
-	if len(projectServices) == 0 {
-		return Gate{Enabled: on && err == nil}, nil
-	}
-	if err != nil {
-		return Gate{}, err
-	}
-	return Gate{Enabled: on, Services: projectServices}, nil
-}
-
-// ParseSwitch reads an on/off value of EnvEnabled: 1, true, yes, on /
-// 0, false, no, off, or empty (off), in any case.
-func ParseSwitch(v string) (bool, error) { return ParseSwitchNamed(EnvEnabled, v) }
-
-// ParseSwitchNamed is ParseSwitch for the switch called name, which its
-// error names.
-func ParseSwitchNamed(name, v string) (bool, error) {
+// parseSwitch reads an on/off value v of the switch called name, which its
+// error names: 1, true, yes, on / 0, false, no, off, or empty (off), in
+// any case.
+func parseSwitch(name, v string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "1", "true", "yes", "on":
 		return true, nil
@@ -96,10 +110,11 @@ func ParseSwitchNamed(name, v string) (bool, error) {
 func (g Gate) Active() bool { return g.Enabled && len(g.Services) > 0 }
 
 // Why says why an inactive gate lets the spawn through untouched ("" when
-// it is active).
+// it is active): a project without services (an unreadable list while the
+// switch is off counts as the switch's), then a switch that is off.
 func (g Gate) Why() NotParticipating {
 	switch {
-	case len(g.Services) == 0:
+	case len(g.Services) == 0 && g.Unchecked == nil:
 		return NoServices
 	case !g.Enabled:
 		return SwitchOff

@@ -1354,22 +1354,31 @@ func envNames(sb provision.Sandbox) []string {
 
 func TestGate(t *testing.T) {
 	tests := []struct {
-		name     string
-		env      string
-		services []string
-		wantErr  string
-		wantN    int
-		why      provision.NotParticipating
+		name      string
+		env       string
+		list      string // as stored
+		wantErr   string
+		wantN     int
+		why       provision.NotParticipating
+		unchecked string // Gate.Unchecked, while the switch is off
 	}{
-		{"SwitchUnsetIsOff", "", []string{"postgres"}, "", 0, provision.SwitchOff},
-		{"SwitchOff", "false", []string{"postgres", "redis"}, "", 0, provision.SwitchOff},
-		{"OnWithEmptyList", "true", nil, "", 0, provision.NoServices},
-		{"OnWithList", "1", []string{"redis", "postgres"}, "", 2, ""},
-		{"OnWithUnknownService", "yes", []string{"postgres", "cassandra"}, `"cassandra"`, 0, ""},
-		{"BadSwitchValue", "maybe", []string{"postgres"}, `"maybe"`, 0, ""},
+		{"SwitchUnsetIsOff", "", `["postgres"]`, "", 0, provision.SwitchOff, ""},
+		{"SwitchOff", "false", `["postgres","redis"]`, "", 0, provision.SwitchOff, ""},
+		{"OnWithNullList", "true", "null", "", 0, provision.NoServices, ""},
+		{"OnWithoutAList", "on", "", "", 0, provision.NoServices, ""},
+		{"OffWithEmptyList", "0", "[]", "", 0, provision.NoServices, ""},
+		{"OnWithList", "1", `["redis","postgres"]`, "", 2, "", ""},
+		{"OnWithUnknownService", "yes", `["postgres","cassandra"]`, `"cassandra"`, 0, "", ""},
+		{"OnWithListNotJSON", "yes", "postgres,redis", "want a JSON list", 0, "", ""},
+		{"BadSwitchValue", "maybe", `["postgres"]`, `"maybe"`, 0, "", ""},
+		// The switch is read before the list is judged.
+		{"BadSwitchValueAndListNotJSON", "maybe", "postgres", `"maybe"`, 0, "", ""},
 		// A project without services is never refused for the switch.
-		{"BadSwitchValueWithoutServices", "maybe", nil, "", 0, provision.NoServices},
-		{"BadSwitchValueWithEmptyList", "maybe", []string{}, "", 0, provision.NoServices},
+		{"BadSwitchValueWithoutServices", "maybe", "null", "", 0, provision.NoServices, ""},
+		{"BadSwitchValueWithEmptyList", "maybe", "[]", "", 0, provision.NoServices, ""},
+		// While the switch is off the list is not refused: it is reported.
+		{"OffWithUnknownService", "off", `["postgress"]`, "", 0, provision.SwitchOff, `"postgress": unknown service`},
+		{"OffWithListNotJSON", "", "postgres,redis", "", 0, provision.SwitchOff, "want a JSON list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1381,15 +1390,23 @@ func TestGate(t *testing.T) {
 				}
 				return ""
 			}
-			g, err := provision.GateFromEnv(getenv, tt.services)
+			g, err := provision.GateFromEnv(getenv, provision.EnvEnabled, engines.Default, tt.list)
 			var sb provision.Sandbox
 			if err == nil {
 				assert.Equal(t, tt.why, g.Why())
+				if tt.unchecked == "" {
+					assert.NoError(t, g.Unchecked)
+				} else {
+					assert.ErrorIs(t, g.Unchecked, provision.ErrInvalid)
+					assert.ErrorContains(t, g.Unchecked, tt.unchecked)
+				}
 				sb, err = p.Spawn(ctxT(t), "g1", g)
 			}
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, provision.ErrInvalid)
 				assert.ErrorContains(t, err, tt.wantErr)
+				sb, _ = p.Spawn(ctxT(t), "g1", g)
+				assert.True(t, sb.Empty(), "Spawn provisions nothing for the gate returned with an error")
 				assert.Empty(t, w.fake.Containers())
 				return
 			}
@@ -1414,7 +1431,14 @@ func TestSwitchName(t *testing.T) {
 	assert.Equal(t, "ACME_SANDBOX_DB_ENABLED", name)
 	_, err = provision.SwitchName("acme")
 	assert.ErrorIs(t, err, provision.ErrInvalid)
-	_, err = provision.ParseSwitchNamed("ACME_SANDBOX_DB_ENABLED", "maybe")
+
+	// The gate reads the switch by the name it is given, and names it.
+	getenv := map[string]string{name: "1", provision.EnvEnabled: "maybe"}
+	g, err := provision.GateFromEnv(func(k string) string { return getenv[k] }, name, nil, `["redis"]`)
+	require.NoError(t, err)
+	assert.True(t, g.Active())
+	getenv[name] = "maybe"
+	_, err = provision.GateFromEnv(func(k string) string { return getenv[k] }, name, nil, `["redis"]`)
 	assert.ErrorContains(t, err, `ACME_SANDBOX_DB_ENABLED "maybe"`)
 }
 

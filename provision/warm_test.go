@@ -368,7 +368,9 @@ func TestWarmBuildBelongsToNoCallAndNoOwner(t *testing.T) {
 				return err
 			},
 			meddle: func(t *testing.T, w *world, _ *provision.Provisioner) {
-				rep, err := janitor.New(w.fake, janitor.Options{NoGrace: true}).Sweep(ctxT(t))
+				j, err := janitor.New(w.fake, janitor.Options{NoGrace: true})
+				require.NoError(t, err)
+				rep, err := j.Sweep(ctxT(t))
 				require.NoError(t, err)
 				assert.Empty(t, rep.Removed)
 				require.Len(t, rep.Kept, 1, "the build is kept: its owner, this process, lives")

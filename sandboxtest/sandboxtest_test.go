@@ -143,7 +143,8 @@ func TestOwnedByTheTestProcess(t *testing.T) {
 	// A sweep with no grace still skips a sandbox created within the last
 	// whole second (creation times may be truncated): sweep until it is
 	// judged.
-	j := janitor.New(rt, janitor.Options{Prefix: opts.LabelPrefix, NoGrace: true})
+	j, err := janitor.New(rt, janitor.Options{Prefix: opts.LabelPrefix, NoGrace: true})
+	require.NoError(t, err)
 	var rep janitor.Report
 	testkit.Poll(t, 20*time.Second, 200*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -148,10 +148,12 @@ not be judged or removed.
 			errs := onEach(ctx, l.targets, timeout, func(ctx context.Context, i int, t target) error {
 				o := jopts
 				o.Logger = a.log.With("runtime", t.label)
-				j := janitor.New(t.RT, o)
-				var err error
-				sweeps[i].rep, err = j.Sweep(ctx)
 				sweeps[i].on = t.label
+				j, err := janitor.New(t.RT, o)
+				if err != nil {
+					return err
+				}
+				sweeps[i].rep, err = j.Sweep(ctx)
 				return err
 			})
 			err = joinErrors(append(errs, l.missing)...)
@@ -298,7 +300,10 @@ and _last_success_timestamp_seconds. A bare port (":9464") listens on
 				a.log.Info("janitor metrics", "url", "http://"+addr+"/metrics")
 			}
 			a.log.Info("janitor started", "runtime", rt.Name(), "endpoint", rt.Endpoint(), "prefix", a.labelPrefix, "interval", interval, "grace", grace)
-			j := janitor.New(rt, jopts)
+			j, err := janitor.New(rt, jopts)
+			if err != nil {
+				return err
+			}
 			if err := j.Run(ctx, interval); err != nil {
 				return err
 			}

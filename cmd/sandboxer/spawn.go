@@ -150,24 +150,15 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 		return &usageError{err}
 	}
 	rep.Switch = name
-	list, listErr := provision.ParseServiceList(servicesJSON)
-	rep.Services = list
-	on, switchErr := provision.ParseSwitchNamed(name, a.getenv(name))
-	rep.Enabled = on && switchErr == nil
-
-	// The gate: a project without services, or a switch that is off,
-	// leaves the spawn untouched, whatever is wrong with the other one.
-	var why provision.NotParticipating
-	switch {
-	case listErr == nil && len(list) == 0:
-		why = provision.NoServices
-	case switchErr == nil && !on:
-		why = provision.SwitchOff
-		if _, err := provision.CheckServiceList(a.registry, servicesJSON); err != nil {
-			a.log.Warn("the project's service list is invalid; spawns will fail once the switch is on", "error", err)
-		}
+	g, err := provision.GateFromEnv(a.getenv, name, a.registry, servicesJSON)
+	rep.Enabled, rep.Services = g.Enabled, g.Services
+	if err != nil {
+		return err
 	}
-	if why != "" {
+	if why := g.Why(); why != "" {
+		if g.Unchecked != nil {
+			a.log.Warn("the project's service list is invalid; spawns will fail once the switch is on", "error", g.Unchecked)
+		}
 		rep.Status, rep.Reason = spawnNotParticipating, why
 		if envFile != "" {
 			if out, err = newEnvFile(envFile); err != nil {
@@ -184,15 +175,6 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 			return fmt.Errorf("spawn: write report: %w", err)
 		}
 		return nil
-	}
-	if switchErr != nil {
-		return switchErr
-	}
-	if listErr != nil {
-		return listErr
-	}
-	if _, err := provision.ValidateServices(a.registry, list); err != nil {
-		return err
 	}
 	opts, err := pf.optionsFor(a, pf.owner)
 	if err != nil {
@@ -212,7 +194,7 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 		return err
 	}
 	defer rt.Close()
-	p, sb, err := a.provision(ctx, rt, opts, pf.owner, list)
+	p, sb, err := a.provision(ctx, rt, opts, pf.owner, g.Services)
 	if err != nil {
 		return err
 	}

@@ -128,21 +128,23 @@ func TestSpawnAsAShellOrchestrator(t *testing.T) {
 // services.
 func TestSpawnNotParticipating(t *testing.T) {
 	tests := []struct {
-		name   string
-		env    []string
-		args   []string
-		reason string
-		warn   string
+		name    string
+		env     []string
+		args    []string
+		reason  string
+		warn    string
+		enabled bool // the report's "enabled"
 	}{
-		{"SwitchUnset", nil, []string{"--services-json", `["redis"]`}, "switch_off", ""},
-		{"SwitchFalse", []string{"ROBOCO_SANDBOX_DB_ENABLED=0"}, []string{"--services-json", `["postgres","redis"]`}, "switch_off", ""},
-		{"OtherSwitchPrefix", []string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, []string{"--switch-prefix", "ACME", "--services-json", `["redis"]`}, "switch_off", ""},
-		{"SwitchOffListWithTypoWarns", []string{"ROBOCO_SANDBOX_DB_ENABLED=off"}, []string{"--services-json", `["postgress"]`}, "switch_off", `invalid service \"postgress\"`},
-		{"NullList", []string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, []string{"--services-json", "null"}, "no_services", ""},
-		{"EmptyList", []string{"ROBOCO_SANDBOX_DB_ENABLED=yes"}, []string{"--services-json", "[]"}, "no_services", ""},
-		{"NoListAtAll", []string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, nil, "no_services", ""},
-		{"BadSwitchWithoutServices", []string{"ROBOCO_SANDBOX_DB_ENABLED=maybe"}, []string{"--services-json", "null"}, "no_services", ""},
-		{"BadSwitchWithEmptyList", []string{"ROBOCO_SANDBOX_DB_ENABLED=maybe"}, []string{"--services-json", ""}, "no_services", ""},
+		{"SwitchUnset", nil, []string{"--services-json", `["redis"]`}, "switch_off", "", false},
+		{"SwitchFalse", []string{"ROBOCO_SANDBOX_DB_ENABLED=0"}, []string{"--services-json", `["postgres","redis"]`}, "switch_off", "", false},
+		{"OtherSwitchPrefix", []string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, []string{"--switch-prefix", "ACME", "--services-json", `["redis"]`}, "switch_off", "", false},
+		{"SwitchOffListWithTypoWarns", []string{"ROBOCO_SANDBOX_DB_ENABLED=off"}, []string{"--services-json", `["postgress"]`}, "switch_off", `invalid service \"postgress\"`, false},
+		{"SwitchOffListNotJSONWarns", nil, []string{"--services-json", "postgres,redis"}, "switch_off", "want a JSON list", false},
+		{"NullList", []string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, []string{"--services-json", "null"}, "no_services", "", true},
+		{"EmptyList", []string{"ROBOCO_SANDBOX_DB_ENABLED=yes"}, []string{"--services-json", "[]"}, "no_services", "", true},
+		{"NoListAtAll", []string{"ROBOCO_SANDBOX_DB_ENABLED=1"}, nil, "no_services", "", true},
+		{"BadSwitchWithoutServices", []string{"ROBOCO_SANDBOX_DB_ENABLED=maybe"}, []string{"--services-json", "null"}, "no_services", "", false},
+		{"BadSwitchWithEmptyList", []string{"ROBOCO_SANDBOX_DB_ENABLED=maybe"}, []string{"--services-json", ""}, "no_services", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,6 +156,10 @@ func TestSpawnNotParticipating(t *testing.T) {
 			rep := parseSpawn(t, r)
 			assert.Equal(t, "not_participating", rep.Status)
 			assert.Equal(t, tt.reason, rep.Reason)
+			assert.Equal(t, tt.enabled, rep.Enabled)
+			if tt.warn == "" {
+				assert.NotContains(t, r.stderr, "level=WARN")
+			}
 			assert.Empty(t, rep.Containers)
 			assert.Nil(t, rep.Error)
 			assert.Equal(t, envFile, rep.EnvFile)
@@ -186,6 +192,7 @@ func TestSpawnFailures(t *testing.T) {
 		{"BadSwitchWithServices", []string{"ROBOCO_SANDBOX_DB_ENABLED=maybe"}, []string{"--services-json", `["redis"]`}, ExitUsage, `ROBOCO_SANDBOX_DB_ENABLED "maybe"`},
 		{"UnknownService", on, []string{"--services-json", `["postgress"]`}, ExitUsage, `invalid service "postgress"`},
 		{"NotAJSONList", on, []string{"--services-json", "postgres,redis"}, ExitUsage, "want a JSON list"},
+		{"BadSwitchBeforeBadList", []string{"ROBOCO_SANDBOX_DB_ENABLED=maybe"}, []string{"--services-json", "postgres,redis"}, ExitUsage, `ROBOCO_SANDBOX_DB_ENABLED "maybe"`},
 		{"BadOwnerID", on, []string{"--owner", "a..b", "--services-json", `["redis"]`}, ExitUsage, `invalid owner id "a..b"`},
 		{"BadSwitchPrefix", on, []string{"--switch-prefix", "acme", "--services-json", `["redis"]`}, ExitUsage, `invalid switch prefix "acme"`},
 		{"RuntimeUnavailable", append([]string{"DOCKER_HOST=unix:///nonexistent/docker.sock"}, on...), []string{"--services-json", `["redis"]`}, ExitUnavailable, "unix:///nonexistent/docker.sock"},

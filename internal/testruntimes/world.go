@@ -89,7 +89,9 @@ func (w *World) Provisioner(set func(*provision.Options)) *provision.Provisioner
 
 // Janitor returns a janitor over the world's sandboxes with grace.
 func (w *World) Janitor(grace time.Duration) *janitor.Janitor {
-	return janitor.New(w.RT, janitor.Options{Prefix: w.Prefix, Grace: grace})
+	j, err := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix, Grace: grace})
+	require.NoError(w.t, err)
+	return j
 }
 
 // Sandboxes lists every sandbox of the world, in any state.

@@ -386,7 +386,9 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 		}},
 		{name: "a janitor sweep (gc)", reconcile: func(t *testing.T, ctx context.Context, _, _ string) {
 			// A label prefix of its own: the sweep has no sandbox to judge.
-			_, err := janitor.New(r, janitor.Options{Prefix: "sbxt" + randHex(4)}).Sweep(ctx)
+			j, err := janitor.New(r, janitor.Options{Prefix: "sbxt" + randHex(4)})
+			require.NoError(t, err)
+			_, err = j.Sweep(ctx)
 			require.NoError(t, err)
 		}},
 		{name: "a new container of the same name, while a reconcile is under way", reconcile: func(t *testing.T, ctx context.Context, name, network string) {

@@ -209,7 +209,9 @@ func TestAdoptedSandboxesGoWithTheirAgentPod(t *testing.T) {
 	lonelyName := other.Containers[0].Name
 	assert.Equal(t, "Running", cl.phase(t, ctx, lonelyName), "a sandbox that was never adopted outlives another agent")
 	cl.requireSecret(t, ctx, lonelyName)
-	rep, err := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix, NoGrace: true}).Sweep(ctx)
+	j, err := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix, NoGrace: true})
+	require.NoError(t, err)
+	rep, err := j.Sweep(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{lonelyName}, names(rep.Removed), "the janitor removes the never-adopted orphan")
 	require.NoError(t, cl.gone(t, ctx, lonelyName))
@@ -225,7 +227,8 @@ func TestJanitorAdoptsOnceTheAgentPodExists(t *testing.T) {
 	id := w.Owner("jan")
 	sb, err := p.Provision(ctx, id, []string{"redis"})
 	require.NoError(t, err)
-	j := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix})
+	j, err := janitor.New(w.RT, janitor.Options{Prefix: w.Prefix})
+	require.NoError(t, err)
 
 	rep, err := j.Sweep(ctx)
 	require.NoError(t, err)
