@@ -92,7 +92,8 @@ func TestMetricsOfARealSweep(t *testing.T) {
 	assert.Zero(t, v, "no sweep yet")
 
 	start := time.Now()
-	j := janitor.New(r.RT, janitor.Options{Prefix: w.Prefix, NoGrace: true, OnSweep: m.Observe, Logger: slog.New(slog.DiscardHandler)})
+	j, err := janitor.New(r.RT, janitor.Options{Prefix: w.Prefix, NoGrace: true, OnSweep: m.Observe, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() { ran <- j.Run(runCtx, time.Hour) }() // one sweep, at start
