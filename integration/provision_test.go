@@ -425,6 +425,9 @@ func (e env) baseline(ctx context.Context, svc string, round int) (time.Duration
 		MemoryBytes: provision.DefaultMemoryBytes,
 		CPUs:        provision.DefaultCPUs,
 		Ports:       []runtime.PortSpec{{ContainerPort: spec.Port}},
+		// what the provisioner's spec keeps: the entrypoint hands its
+		// data to the server's user with these
+		Capabilities: spec.Capabilities,
 	})
 	if err != nil {
 		return 0, err

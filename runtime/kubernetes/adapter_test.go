@@ -145,7 +145,7 @@ func TestNamesThePodCannotTakeAreInvalid(t *testing.T) {
 			spec.Name = name
 			_, err := h.rt.Run(ctx, spec)
 			require.ErrorIs(t, err, runtime.ErrInvalid)
-			assert.Contains(t, err.Error(), "DNS-1123")
+			assert.Contains(t, err.Error(), name, "the error names the refused name")
 			left, err := h.rt.List(ctx, map[string]string{adapterLabel: h.id})
 			require.NoError(t, err)
 			assert.Empty(t, left)
