@@ -22,9 +22,6 @@ import (
 // (bench/adopt measures what that saves).
 func TestProgramsLinkTheirAdapters(t *testing.T) {
 	assert.Equal(t, detect.Choosable(), detect.Linked(), "this test binary")
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
 	tests := []struct {
 		pkg  string
 		want []string
