@@ -25,6 +25,9 @@ var (
 	// without an image, a negative limit, a port out of range; see
 	// RunSpec.Normalize): no backend would accept it, and nothing was made.
 	ErrInvalid = errors.New("invalid spec")
+	// ErrInUse: the object is still used and was left as it was (a
+	// network that a container is still on).
+	ErrInUse = errors.New("in use")
 )
 
 // Error is the error every adapter returns: it names the runtime, the verb
@@ -96,5 +99,6 @@ const (
 	OpSnapshot      = "snapshot"
 	OpCreateNetwork = "create network"
 	OpRemoveNetwork = "remove network"
+	OpListNetworks  = "list networks"
 	OpAdopt         = "adopt"
 )

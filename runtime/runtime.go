@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"time"
 )
 
@@ -83,8 +84,27 @@ type ContainerRuntime interface {
 
 	// CreateNetwork creates a bridge network that containers can join by
 	// name. A name that is already taken gives ErrAlreadyExists.
+	//
+	// Isolation contract (the conformance suite proves it from a
+	// neighbour's side): a container on the network opens no connection
+	// to a container that is not on it (another network's, the runtime's
+	// default network's), nor is it reached from one; a container on two
+	// networks reaches both. An Internal network has no route out: no NAT,
+	// no gateway to the host's addresses, and Run refuses to publish a
+	// port of a container on it (ErrInvalid). A plain network keeps the
+	// route out and published ports. Local backends take the network's
+	// subnet from sandboxer's own pool (SANDBOXER_SUBNET_POOL, see
+	// runtime/internal/adapterkit's SubnetPool), never the runtime's
+	// default pools, so that many more networks fit than the runtime's
+	// defaults allow.
 	CreateNetwork(ctx context.Context, spec NetworkSpec) (Network, error)
+	// ListNetworks returns every network this adapter created whose labels
+	// contain every key=value pair of selector (an empty selector: every
+	// network the adapter created), with the labels it was created with.
+	ListNetworks(ctx context.Context, selector map[string]string) ([]Network, error)
 	// RemoveNetwork deletes a network; an absent network is not an error.
+	// A network that a container still uses is not removed: the error
+	// matches ErrInUse and the network stays as it was.
 	RemoveNetwork(ctx context.Context, name string) error
 
 	// Close releases the client's connections.
@@ -274,12 +294,23 @@ type ExecResult struct {
 type NetworkSpec struct {
 	Name   string
 	Labels map[string]string
+	// Internal makes the network one with no route out (see
+	// ContainerRuntime.CreateNetwork): its containers reach only each
+	// other.
+	Internal bool
 }
 
 // Network is a created network.
 type Network struct {
 	ID   string
 	Name string
+	// Labels are the labels it was created with (ListNetworks fills them).
+	Labels map[string]string
+	// Internal is NetworkSpec.Internal as the backend reports it.
+	Internal bool
+	// Subnet is the network's IPv4 subnet; zero where the backend has no
+	// subnet per network (Kubernetes' flat pod network).
+	Subnet netip.Prefix
 }
 
 // PullProgress is one progress event of an image pull.

@@ -51,6 +51,7 @@ const (
 	VerbSnapshot      = "snapshot"
 	VerbCreateNetwork = "create-network"
 	VerbRemoveNetwork = "remove-network"
+	VerbListNetworks  = "list-networks"
 	VerbAdopt         = "adopt"
 )
 
@@ -766,12 +767,35 @@ func (f *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	if _, ok := f.networks[spec.Name]; ok {
 		return runtime.Network{}, f.err(VerbCreateNetwork, spec.Name, runtime.ErrAlreadyExists, nil)
 	}
-	n := runtime.Network{ID: randomID(), Name: spec.Name}
+	n := runtime.Network{ID: randomID(), Name: spec.Name, Labels: maps.Clone(spec.Labels), Internal: spec.Internal}
 	f.networks[spec.Name] = n
 	return n, nil
 }
 
-// RemoveNetwork deletes a network; an absent one is not an error.
+// ListNetworks returns the created networks (not the default one) whose
+// labels match selector, sorted by name.
+func (f *Runtime) ListNetworks(ctx context.Context, selector map[string]string) ([]runtime.Network, error) {
+	end, err := f.begin(ctx, Call{Verb: VerbListNetworks})
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []runtime.Network
+	for name, n := range f.networks {
+		if name == DefaultNetwork || !runtime.MatchLabels(n.Labels, selector) {
+			continue
+		}
+		n.Labels = maps.Clone(n.Labels)
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// RemoveNetwork deletes a network; an absent one is not an error, one a
+// container is still on is ErrInUse.
 func (f *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	end, err := f.begin(ctx, Call{Verb: VerbRemoveNetwork, Object: name})
 	if err != nil {
@@ -780,6 +804,11 @@ func (f *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	defer end()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, c := range f.containers {
+		if _, on := c.c.Networks[name]; on {
+			return f.err(VerbRemoveNetwork, name, runtime.ErrInUse, nil)
+		}
+	}
 	delete(f.networks, name)
 	return nil
 }

@@ -104,6 +104,12 @@ func TestPortContract(t *testing.T) {
 			require.NoError(t, f.Remove(ctx, "host"))
 			_, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", host.Ports[0].HostPort))
 			assert.Error(t, err, "a removed container's port is closed")
+			assert.ErrorIs(t, f.RemoveNetwork(ctx, "n1"), runtime.ErrInUse, "sib is still on it")
+			list, err := f.ListNetworks(ctx, nil)
+			require.NoError(t, err)
+			require.Len(t, list, 1)
+			assert.Equal(t, "n1", list[0].Name)
+			require.NoError(t, f.Remove(ctx, "sib"))
 			assert.NoError(t, f.RemoveNetwork(ctx, "n1"))
 			assert.NoError(t, f.RemoveNetwork(ctx, "n1"))
 		}},

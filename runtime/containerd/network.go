@@ -599,3 +599,8 @@ func portMappings(ports []runtime.PortBinding) []cni.PortMapping {
 	}
 	return out
 }
+
+// ListNetworks is not implemented yet (issue 25).
+func (r *Runtime) ListNetworks(ctx context.Context, selector map[string]string) ([]runtime.Network, error) {
+	return nil, r.wrap(runtime.OpListNetworks, "", runtime.ErrUnsupported)
+}

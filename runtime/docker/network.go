@@ -38,3 +38,8 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// ListNetworks is not implemented yet (issue 25).
+func (r *Runtime) ListNetworks(ctx context.Context, selector map[string]string) ([]runtime.Network, error) {
+	return nil, r.wrap(runtime.OpListNetworks, "", runtime.ErrUnsupported)
+}

@@ -80,3 +80,8 @@ func (r *Runtime) getNetwork(ctx context.Context, name string) (*corev1.ConfigMa
 	}
 	return cm, err
 }
+
+// ListNetworks is not implemented yet (issue 25).
+func (r *Runtime) ListNetworks(ctx context.Context, selector map[string]string) ([]runtime.Network, error) {
+	return nil, r.wrap(runtime.OpListNetworks, "", runtime.ErrUnsupported)
+}
