@@ -79,7 +79,8 @@ func kind(internal bool) string {
 // ensureNetwork creates the owner's network unless it exists already: an
 // existing one (ErrAlreadyExists) is reused once ListNetworks confirms it
 // is this owner's and of this mode; one of the other mode, or not the
-// owner's, is an ErrConflict error. Each runtime call is bounded by
+// owner's, is an ErrConflict error (a runtime that cannot list networks,
+// runtime.ErrUnsupported, reuses it unchecked). Each runtime call is bounded by
 // CallTimeout.
 func (p *Provisioner) ensureNetwork(ctx context.Context, owner string, n *ownerNet) error {
 	spec := runtime.NetworkSpec{Name: n.name, Labels: p.networkLabels(owner), Internal: p.opts.Private}
@@ -102,6 +103,14 @@ func (p *Provisioner) ensureNetwork(ctx context.Context, owner string, n *ownerN
 		lctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 		nets, err := p.rt.ListNetworks(lctx, p.keys.NetworkOf(owner))
 		cancel()
+		if errors.Is(err, runtime.ErrUnsupported) {
+			// A runtime that cannot list its networks cannot say whose
+			// this one is: it is taken for the owner's, as its name says.
+			if p.opts.Logger != nil {
+				p.opts.Logger.Debug("owner network exists and the runtime cannot list networks: reused unchecked", "owner", owner, "network", n.name, "runtime", p.rt.Name())
+			}
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("provision %s: network %s exists; list it: %w", owner, n.name, err)
 		}

@@ -284,3 +284,14 @@ func TestANetworkCreateFailureFailsTheCall(t *testing.T) {
 	assert.Empty(t, w.owned("roboco-agent-e1"))
 	assert.Zero(t, w.fake.Calls(fakeruntime.VerbRun), "nothing runs without its network")
 }
+
+func TestARuntimeThatCannotListNetworksReusesByName(t *testing.T) {
+	w := newWorld(t)
+	w.fake.Fail(fakeruntime.VerbListNetworks, "", runtime.ErrUnsupported)
+	p := w.provisioner(w.options())
+	_, err := p.Provision(ctxT(t), "u1", []string{"redis"})
+	require.NoError(t, err)
+	_, err = p.Provision(ctxT(t), "u1", []string{"postgres"})
+	require.NoError(t, err, "the second call reuses the network")
+	assert.Len(t, w.owned("roboco-agent-u1"), 2)
+}
