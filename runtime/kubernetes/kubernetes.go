@@ -142,6 +142,8 @@ type Runtime struct {
 	// uids: the pods' names by UID, as the last lists saw them
 	// (RemoveByID).
 	uids uidNames
+	// probeImage is the image of Diagnose's NetworkPolicy probe.
+	probeImage string
 }
 
 type options struct {
@@ -150,6 +152,7 @@ type options struct {
 	node         string
 	log          *slog.Logger
 	startTimeout time.Duration
+	probeImage   string
 }
 
 // Option configures New.
@@ -223,7 +226,7 @@ func New(opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, adapterkit.ConnectError(Name, config.Host, err)
 	}
-	return &Runtime{cs: cs, config: config, namespace: ns, node: node, log: o.log, startTimeout: o.startTimeout}, nil
+	return &Runtime{cs: cs, config: config, namespace: ns, node: node, log: o.log, startTimeout: o.startTimeout, probeImage: probeImageOf(o.probeImage)}, nil
 }
 
 // Name returns "kubernetes".
