@@ -47,10 +47,13 @@
 //     container's exit code, and OOMKilled from its terminated reason.
 //   - Networks: a cluster's pod network is flat. CreateNetwork records a
 //     network as a labelled ConfigMap ("sandboxer-network.<name>"), so that
-//     names are unique; a pod joins it by a label, and Container.Networks
-//     maps it (and DefaultNetwork, for every pod) to the pod IP. Nothing
-//     isolates one network from another without a NetworkPolicy-enforcing
-//     CNI.
+//     names are unique, and isolates it with a NetworkPolicy of the same
+//     name owned by the ConfigMap (ingress only from the network's pods;
+//     an internal one's egress only to them); a pod joins it by a label,
+//     and Container.Networks maps it (and DefaultNetwork, for every pod)
+//     to the pod IP. A policy isolates only where the cluster's network
+//     plugin enforces NetworkPolicy: Diagnose probes that (its image:
+//     WithProbeImage, SANDBOXER_K8S_PROBE_IMAGE).
 //   - Stop and Kill cannot keep a pod: Stop deletes a running pod with
 //     gracePeriodSeconds = grace (SIGTERM, then SIGKILL after grace) and
 //     waits until it is gone; Kill deletes it with grace 0 and waits; of
