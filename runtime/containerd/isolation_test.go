@@ -56,7 +56,9 @@ func TestNetworksIsolatedFromANeighboursSide(t *testing.T) {
 	}{{plain, false}, {internal, true}} {
 		got, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: n.name, Labels: labels(n.name), Internal: n.internal})
 		require.NoError(t, err)
-		t.Cleanup(func() { assert.NoError(t, r.RemoveNetwork(context.Background(), n.name), "cleanup: remove network %s", n.name) })
+		t.Cleanup(func() {
+			assert.NoError(t, r.RemoveNetwork(context.Background(), n.name), "cleanup: remove network %s", n.name)
+		})
 		assert.Equal(t, n.internal, got.Internal)
 		assert.Equal(t, adapterkit.SubnetBits, got.Subnet.Bits())
 		assert.True(t, SubnetPool().Contains(got.Subnet.Addr()), "%s from the pool %s", got.Subnet, SubnetPool())
