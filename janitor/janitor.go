@@ -395,6 +395,14 @@ func (j *Janitor) Run(ctx context.Context, interval time.Duration) error {
 	return nil
 }
 
+// sweepLine is a sweep's summary: the sandboxes', then the networks'.
+func sweepLine(rep Report) string {
+	if n := rep.NetworksString(); n != "" {
+		return rep.String() + "; " + n
+	}
+	return rep.String()
+}
+
 func (j *Janitor) sweepAndLog(ctx context.Context) {
 	start := time.Now()
 	rep, err := j.Sweep(ctx)
@@ -423,8 +431,8 @@ func (j *Janitor) sweepAndLog(ctx context.Context) {
 	}
 	switch {
 	case err != nil:
-		j.opts.Logger.Warn("janitor: sweep: "+rep.String(), append(attrs, "err", err)...)
+		j.opts.Logger.Warn("janitor: sweep: "+sweepLine(rep), append(attrs, "err", err)...)
 	case len(rep.Removed) > 0 || len(rep.NetworksRemoved) > 0:
-		j.opts.Logger.Info("janitor: sweep: "+rep.String(), attrs...)
+		j.opts.Logger.Info("janitor: sweep: "+sweepLine(rep), attrs...)
 	}
 }

@@ -93,7 +93,7 @@ func TestSweepOwnerNetworks(t *testing.T) {
 	assert.Equal(t, janitor.KeptSandboxOn, whyOf(rep.NetworksKept, "sbx-roboco-agent-busy"))
 	assert.Equal(t, janitor.KeptInUse, whyOf(rep.NetworksKept, "sbx-roboco-agent-attached"))
 	assert.NotContains(t, networkNames(rep.NetworksKept), "agents")
-	assert.Contains(t, rep.String(), "networks: removed 1, kept 6")
+	assert.Equal(t, "networks: removed 1, kept 6", rep.NetworksString())
 }
 
 func TestSweepRemovesTheNetworkWithTheOrphansItRemoves(t *testing.T) {

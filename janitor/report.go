@@ -102,10 +102,20 @@ func (r Report) String() string {
 	if len(r.Adopted) > 0 {
 		line += fmt.Sprintf(", adopted %d", len(r.Adopted))
 	}
-	if len(r.NetworksRemoved)+len(r.NetworksKept) > 0 {
-		line += fmt.Sprintf("; networks: %s %d, kept %d", verb, len(r.NetworksRemoved), len(r.NetworksKept))
-	}
 	return line
+}
+
+// NetworksString summarises the owner networks of the report on one line
+// ("" when the sweep saw none).
+func (r Report) NetworksString() string {
+	if len(r.NetworksRemoved)+len(r.NetworksKept) == 0 {
+		return ""
+	}
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
+	}
+	return fmt.Sprintf("networks: %s %d, kept %d", verb, len(r.NetworksRemoved), len(r.NetworksKept))
 }
 
 // Err joins the per-container errors and the kept networks' (nil when

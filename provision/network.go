@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -147,17 +148,33 @@ func (p *Provisioner) recreateNetwork(ctx context.Context, owner string, n *owne
 }
 
 // removeOwnerNetwork removes owner's network, which its last sandbox has
-// left, within CallTimeout even after ctx has ended. A container still on
+// left, if it is there (ListNetworks by the owner's labels; a runtime that
+// cannot list removes by name), each call within CallTimeout even after
+// ctx has ended. A container still on
 // it (the agent) is runtime.ErrInUse: the network is left for the janitor,
 // and that is not an error.
 func (p *Provisioner) removeOwnerNetwork(ctx context.Context, owner string) error {
 	name := OwnerNetworkName(owner)
+	// Listed first, so that only a network that was there is reported
+	// removed (a second teardown says nothing) and only the owner's own.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
+	nets, err := p.rt.ListNetworks(lctx, p.keys.NetworkOf(owner))
+	cancel()
+	listed := !errors.Is(err, runtime.ErrUnsupported)
+	if err != nil && listed {
+		return fmt.Errorf("list network %s: %w", name, err)
+	}
+	if listed && !slices.ContainsFunc(nets, func(n runtime.Network) bool { return n.Name == name }) {
+		return nil
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
-	err := p.rt.RemoveNetwork(rctx, name)
+	err = p.rt.RemoveNetwork(rctx, name)
 	cancel()
 	switch {
 	case err == nil:
-		p.emit(ctx, Event{Kind: EventNetworkRemoved, Owner: owner, Network: name})
+		if listed {
+			p.emit(ctx, Event{Kind: EventNetworkRemoved, Owner: owner, Network: name})
+		}
 		return nil
 	case errors.Is(err, runtime.ErrInUse):
 		p.emit(ctx, Event{Kind: EventNetworkKept, Owner: owner, Network: name})

@@ -127,7 +127,12 @@ func summary(sweeps []sweep, dryRun bool) string {
 	for i, s := range sweeps {
 		ons[i] = s.on
 	}
-	return total(sweeps, dryRun).String() + " on " + strings.Join(ons, ", ")
+	sum := total(sweeps, dryRun)
+	line := sum.String() + " on " + strings.Join(ons, ", ")
+	if n := sum.NetworksString(); n != "" {
+		line += "; " + n
+	}
+	return line
 }
 
 func (a *app) gcCmd() *cobra.Command {
