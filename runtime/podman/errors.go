@@ -107,7 +107,7 @@ func subnetInUse(err error) bool {
 }
 
 // strictUnknown reports whether err, from a network create, says that the
-// service reads the "isolate" option as a boolean (before Podman 4.7), so
+// service reads the "isolate" option as a boolean (before Podman 4.6), so
 // that "strict" is not one of its values.
 func strictUnknown(err error) bool {
 	_, cause := status(err)

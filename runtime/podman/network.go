@@ -37,7 +37,7 @@ const (
 // does not cover its default network.
 func (r *Runtime) warnLooseIsolation(ctx context.Context) {
 	r.looseIsolation.Do(func() {
-		r.opts.Logger.WarnContext(ctx, "podman: the service has no strict network isolation (Podman 4.7 / netavark 1.7 and later): "+
+		r.opts.Logger.WarnContext(ctx, "podman: the service has no strict network isolation (Podman 4.6 / netavark 1.7 and later): "+
 			"containers on its default network can reach sandboxes on plain networks and be reached from them", "endpoint", r.endpoint)
 	})
 }
@@ -49,7 +49,8 @@ func (r *Runtime) warnLooseIsolation(ctx context.Context) {
 // knows it (netavark drops traffic between the network and every other
 // one), else "true" (only between isolated networks: a warning, once);
 // spec.Internal makes
-// it internal (no gateway route, no NAT). A name that is already taken is
+// it internal (no gateway route, no NAT, and no address of the host's on
+// its bridge). A name that is already taken is
 // runtime.ErrAlreadyExists.
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
 	const op = runtime.OpCreateNetwork
@@ -79,10 +80,20 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 		taken = append(taken, hostRoutes()...)
 	}
 	isolate := isolateStrict
+	if r.looseIsolate.Load() {
+		isolate = isolateTrue
+	}
 	for attempt := 1; ; attempt++ {
 		subnet, err := adapterkit.FreeSubnet(pool, spec.Name, taken)
 		if err != nil {
 			return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrUnavailable, err)
+		}
+		sn := networkSubnet{Subnet: subnet.String(), Gateway: adapterkit.Gateway(subnet).String()}
+		if spec.Internal {
+			// No gateway: libpod then gives the bridge no address, so
+			// that the host has none on the network that its containers
+			// could reach.
+			sn.Gateway = ""
 		}
 		out, err := c.createNetwork(ctx, networkCreate{
 			Name:     spec.Name,
@@ -90,16 +101,17 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 			Labels:   maps.Clone(spec.Labels),
 			Internal: spec.Internal,
 			Options:  map[string]string{"isolate": isolate},
-			Subnets:  []networkSubnet{{Subnet: subnet.String(), Gateway: adapterkit.Gateway(subnet).String()}},
+			Subnets:  []networkSubnet{sn},
 		})
 		if err == nil {
 			return toNetwork(out), nil
 		}
 		if isolate == isolateStrict && strictUnknown(err) {
-			// Podman before 4.7 (netavark before 1.7) knows only "true",
+			// Podman before 4.6 (netavark before 1.7) knows only "true",
 			// which leaves traffic from and to the service's networks
 			// without the option (its default network) unfiltered.
 			r.warnLooseIsolation(ctx)
+			r.looseIsolate.Store(true)
 			isolate = isolateTrue
 			continue
 		}
