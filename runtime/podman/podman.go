@@ -72,7 +72,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.podman.io/podman/v6/pkg/bindings"
@@ -122,10 +121,6 @@ type Runtime struct {
 	svc *service
 	// looseIsolation makes the warning of warnLooseIsolation a single one.
 	looseIsolation sync.Once
-	// looseIsolate is set once a network create found that the service
-	// reads libpod's "isolate" option as a boolean (no "strict"); forget
-	// clears it.
-	looseIsolate atomic.Bool
 }
 
 // service is what the adapter knows about the service it talks to.
@@ -343,7 +338,6 @@ func (r *Runtime) forget() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.svc = nil
-	r.looseIsolate.Store(false)
 }
 
 // atEndpoint makes sure an error names the endpoint.
