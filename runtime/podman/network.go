@@ -2,13 +2,10 @@ package podman
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 
@@ -80,7 +77,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 		taken = append(taken, subnets(n)...)
 	}
 	if r.local() {
-		taken = append(taken, hostRoutes()...)
+		taken = append(taken, adapterkit.HostRoutes()...)
 	}
 	isolate := isolateStrict
 	if !c.svc.strictIsolation() {
@@ -240,39 +237,3 @@ func labelFilters(selector map[string]string) []string {
 // local reports whether the service runs on this host (a unix socket), so
 // that the host's routes are its routes too.
 func (r *Runtime) local() bool { return strings.HasPrefix(r.endpoint, "unix:") }
-
-// hostRoutes are the IPv4 routes of this host other than the default
-// route, from /proc/net/route (none when it cannot be read).
-func hostRoutes() []netip.Prefix {
-	b, err := os.ReadFile("/proc/net/route")
-	if err != nil {
-		return nil
-	}
-	var out []netip.Prefix
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 8 {
-			continue
-		}
-		dst, err1 := hex.DecodeString(f[1])
-		mask, err2 := hex.DecodeString(f[7])
-		if err1 != nil || err2 != nil || len(dst) != 4 || len(mask) != 4 {
-			continue
-		}
-		// /proc/net/route is little-endian.
-		var a [4]byte
-		binary.BigEndian.PutUint32(a[:], binary.LittleEndian.Uint32(dst))
-		bits := 0
-		for m := binary.LittleEndian.Uint32(mask); m != 0; m <<= 1 {
-			if m&(1<<31) == 0 {
-				break
-			}
-			bits++
-		}
-		if bits == 0 {
-			continue
-		}
-		out = append(out, netip.PrefixFrom(netip.AddrFrom4(a), bits).Masked())
-	}
-	return out
-}
