@@ -115,6 +115,7 @@ var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.Creator          = (*Runtime)(nil)
 	_ runtime.IDRemover        = (*Runtime)(nil)
+	_ runtime.Diagnoser        = (*Runtime)(nil)
 )
 
 // Runtime is a runtime.ContainerRuntime backed by a Podman service. It is
