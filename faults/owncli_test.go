@@ -19,6 +19,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
+	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/containerd"
 )
@@ -37,7 +38,16 @@ type ownTool struct {
 	argv []string
 	// rootless is the rootless row's user; nil on the other rows.
 	rootless *user.User
+	// kube: the CLI is kubectl, in the adapter's namespace; a network is
+	// the label kubeNetworkLabel, a container a pod, its address the pod
+	// IP.
+	kube bool
 }
+
+// kubeNetworkLabel is the pod label by which the kubernetes adapter puts a
+// pod on a network (its README: label an agent pod so to reach its
+// sandboxes).
+const kubeNetworkLabel = "sandboxer.internal/network"
 
 func newOwnTool(t testing.TB, b testruntimes.Runtime) ownTool {
 	t.Helper()
@@ -52,6 +62,11 @@ func newOwnTool(t testing.TB, b testruntimes.Runtime) ownTool {
 		require.NoError(t, err)
 		o.rootless = u
 		o.argv = []string{"setpriv", "--reuid=" + u.Uid, "--regid=" + u.Gid, "--init-groups", "--", "podman"}
+	case b.Name == testenv.Kubernetes:
+		ns, ok := b.RT.(interface{ Namespace() string })
+		require.True(t, ok, "the kubernetes adapter names its namespace")
+		o.kube = true
+		o.argv = []string{"kubectl", "--kubeconfig", testenv.Kubeconfig(t), "--namespace", ns.Namespace()}
 	case b.RT.Name() == containerd.Name:
 		ns, ok := b.RT.(interface{ Namespace() string })
 		require.True(t, ok, "the containerd adapter names its namespace")
@@ -80,6 +95,11 @@ type ownResult struct {
 // what it printed and its exit code; err only when it could not run or
 // its deadline passed.
 func (o ownTool) run(ctx context.Context, env []string, args ...string) (ownResult, error) {
+	return o.runStdin(ctx, "", env, args...)
+}
+
+// runStdin is run with stdin as the command's standard input.
+func (o ownTool) runStdin(ctx context.Context, stdin string, env []string, args ...string) (ownResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, ownCallTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, o.argv[0], append(slices.Clone(o.argv[1:]), args...)...)
@@ -91,6 +111,9 @@ func (o ownTool) run(ctx context.Context, env []string, args ...string) (ownResu
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	err := cmd.Run()
 	res := ownResult{stdout: stdout.String(), stderr: stderr.String()}
 	var ee *exec.ExitError
@@ -125,6 +148,18 @@ func (o ownTool) container(t testing.TB, ctx context.Context, name, image, netwo
 		require.NoError(t, err, "run %s on %q (the adapter: ctr joins no CNI network)", name, network)
 		return
 	}
+	if o.kube {
+		var kv []string
+		for k, v := range labels {
+			kv = append(kv, k+"="+v)
+		}
+		if network != "" && network != "pod" {
+			kv = append(kv, kubeNetworkLabel+"="+network)
+		}
+		o.must(t, ctx, append([]string{"run", name, "--image", image, "--restart", "Never", "--labels", strings.Join(kv, ","), "--command", "--"}, argv...)...)
+		o.must(t, ctx, "wait", "--for=condition=Ready", "pod/"+name, "--timeout=180s")
+		return
+	}
 	args := []string{"run", "-d", "--name", name}
 	for k, v := range labels {
 		args = append(args, "--label", k+"="+v)
@@ -153,6 +188,19 @@ func (o ownTool) addresses(t testing.TB, ctx context.Context, container string) 
 		require.NoError(t, err)
 		return c.Networks
 	}
+	if o.kube {
+		var pod struct {
+			Metadata struct{ Labels map[string]string }
+			Status   struct{ PodIP string }
+		}
+		require.NoError(t, json.Unmarshal([]byte(o.must(t, ctx, "get", "pod", container, "-o", "json")), &pod))
+		require.NotEmpty(t, pod.Status.PodIP, "pod %s has an IP", container)
+		network := pod.Metadata.Labels[kubeNetworkLabel]
+		if network == "" {
+			network = "pod"
+		}
+		return map[string]string{network: pod.Status.PodIP}
+	}
 	var nets map[string]struct{ IPAddress string }
 	require.NoError(t, json.Unmarshal([]byte(o.must(t, ctx, "inspect", "--format", "{{json .NetworkSettings.Networks}}", container)), &nets))
 	out := map[string]string{}
@@ -169,6 +217,12 @@ func (o ownTool) addresses(t testing.TB, ctx context.Context, container string) 
 // through the CLI's own environment (`-e NAME`), not its argv (ctr's exec
 // inherits the container's env instead).
 func (o ownTool) exec(ctx context.Context, container string, env []string, argv ...string) (ownResult, error) {
+	if o.kube {
+		if len(env) > 0 {
+			return ownResult{}, errors.New("kubectl exec takes no env: pass secrets on stdin")
+		}
+		return o.run(ctx, nil, append([]string{"exec", container, "--"}, argv...)...)
+	}
 	if o.ctr() {
 		return o.run(ctx, nil, append([]string{"tasks", "exec", "--exec-id", "sbxiso-" + testkit.RandomHex(4), container}, argv...)...)
 	}
@@ -185,6 +239,9 @@ func (o ownTool) exec(ctx context.Context, container string, env []string, argv 
 // removes it.
 func (o ownTool) network(t testing.TB, ctx context.Context, name string, labels map[string]string) string {
 	t.Helper()
+	if o.kube {
+		return name // a network is a pod label: nothing to make
+	}
 	if o.ctr() {
 		_, err := o.b.RT.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: labels})
 		require.NoError(t, err, "create network %s (the adapter: ctr makes none)", name)
@@ -200,6 +257,9 @@ func (o ownTool) network(t testing.TB, ctx context.Context, name string, labels 
 
 // removeNetwork removes a network made by network; absent is fine.
 func (o ownTool) removeNetwork(ctx context.Context, name string) error {
+	if o.kube {
+		return nil
+	}
 	if o.ctr() {
 		return o.b.RT.RemoveNetwork(ctx, name)
 	}
@@ -220,10 +280,40 @@ func (o ownTool) removeNetwork(ctx context.Context, name string) error {
 func (o ownTool) defaultNetwork(t testing.TB, ctx context.Context) string {
 	t.Helper()
 	switch {
+	case o.kube:
+		return "pod" // the flat pod network: no label
 	case o.ctr():
 		return "" // the adapter's default network: its name is the adapter's business
 	case o.b.Docker != nil:
 		return "bridge"
 	}
 	return "podman"
+}
+
+// cleanupLabelled registers the removal of the pods that carry labels,
+// on the kubectl row (the adapter lists only the pods it made); the other
+// rows' containers the adapter lists and removes.
+func (o ownTool) cleanupLabelled(t testing.TB, labels map[string]string) {
+	if !o.kube {
+		testkit.CleanupLabelled(t, o.b.RT, labels)
+		return
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for k, v := range labels {
+			res, err := o.run(ctx, nil, "delete", "pod", "-l", k+"="+v, "--grace-period=0", "--force", "--wait=true")
+			if err != nil || res.code != 0 {
+				t.Errorf("cleanup: kubectl delete pod -l %s=%s: %v %s", k, v, err, res.stderr)
+			}
+		}
+	})
+}
+
+// ref is how the row's CLI names c: its ID, or on kubectl its pod's name.
+func (o ownTool) ref(c provision.Container) string {
+	if o.kube {
+		return c.Name
+	}
+	return c.ID
 }
