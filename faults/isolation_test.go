@@ -121,9 +121,10 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 	}
 	global := append(slices.Clone(b.CLIFlags), "--label-prefix", e.Prefix)
 
-	// Cleanups run last-registered first: the owners' down, then the
-	// test's containers, then its networks and whatever owner network of
-	// the world's prefix is left.
+	// Cleanups run last-registered first: the test's containers (off the
+	// owner networks, so that down may remove them), then the owners' down,
+	// then the shared network and whatever owner network of the world's
+	// prefix is left (a failure: down must have removed it).
 	var sharedNet string
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -133,8 +134,6 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 		}
 		removeWorldNetworks(t, cctx, e)
 	})
-	own.cleanupLabelled(t, e.TestLabels())
-
 	up := func(id string) upReport {
 		t.Helper()
 		args := append(slices.Clone(global), "up", "--owner", id, "--services", "postgres,redis,mongo", "--format", "json")
@@ -157,6 +156,7 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 	}
 	idA, idB := e.Owner("iso-a"), e.Owner("iso-b")
 	repA, repB := up(idA), up(idB)
+	own.cleanupLabelled(t, e.TestLabels())
 
 	// Each owner's sandboxes are on one network, the owner's own (not the
 	// runtime's default), as the runtime's inspect reports them; in
