@@ -219,7 +219,9 @@ func TestContainerFollowsTheImage(t *testing.T) {
 	const mib = 1 << 20
 	cred := engines.Credentials{User: "sandbox", Password: "pw", Database: "sandbox"}
 	image := func(pgdata string, volumes ...string) engines.Image {
-		return engines.ImageOf(runtime.ImageConfig{Env: []string{"PATH=/usr/bin", "PGDATA=" + pgdata}, Volumes: volumes})
+		img, err := engines.ImageOf("pg", runtime.ImageConfig{Env: []string{"PATH=/usr/bin", "PGDATA=" + pgdata}, Volumes: volumes})
+		require.NoError(t, err)
+		return img
 	}
 	tests := []struct {
 		name   string
@@ -237,9 +239,9 @@ func TestContainerFollowsTheImage(t *testing.T) {
 				"/var/lib/sandboxer/wal": "size=100663296", "/var/lib/sandboxer/tablespace": "size=201326592"}},
 		{"postgresUnknownImage", "postgres", engines.Image{}, "/var/lib/postgresql/data",
 			map[string]string{"/var/lib/postgresql/data": "size=50331648", "/var/lib/sandboxer/wal": "size=100663296", "/var/lib/sandboxer/tablespace": "size=201326592"}},
-		{"redisExtraVolume", "redis", engines.ImageOf(runtime.ImageConfig{Volumes: []string{"/data", "/etc/redis"}}), "",
+		{"redisExtraVolume", "redis", known(t, runtime.ImageConfig{Volumes: []string{"/data", "/etc/redis"}}), "",
 			map[string]string{"/data": "size=16777216", "/etc/redis": "size=4194304"}},
-		{"mongoNoVolumes", "mongo", engines.ImageOf(runtime.ImageConfig{}), "",
+		{"mongoNoVolumes", "mongo", known(t, runtime.ImageConfig{}), "",
 			map[string]string{"/data/db": "size=134217728", "/data/configdb": "size=8388608"}},
 	}
 	for _, tt := range tests {
@@ -385,4 +387,40 @@ func TestMongoFitsMongodsFloor(t *testing.T) {
 	}
 	assert.Equal(t, "size=268435456", c.Tmpfs["/data/db"])
 	assert.Less(t, int64(256<<20)+int64(268435456), lim*3/4, "cache and data leave a quarter for mongod itself")
+}
+
+// known is the Image of cfg, which ImageOf accepts.
+func known(t *testing.T, cfg runtime.ImageConfig) engines.Image {
+	t.Helper()
+	img, err := engines.ImageOf("test/image", cfg)
+	require.NoError(t, err)
+	return img
+}
+
+// TestImageOfBoundsTheVolumes: an image may declare up to MaxVolumes
+// VOLUMEs, each of which then gets a bounded tmpfs; one declaring more is
+// refused (ErrImageLayout, naming the image and the count) rather than
+// having the extra ones dropped onto the host's disk.
+func TestImageOfBoundsTheVolumes(t *testing.T) {
+	volumes := func(n int) []string {
+		var v []string
+		for i := range n {
+			v = append(v, fmt.Sprintf("/v%02d", i))
+		}
+		return v
+	}
+	t.Run("AtTheBoundEveryVolumeIsATmpfs", func(t *testing.T) {
+		img, err := engines.ImageOf("test/pg16", runtime.ImageConfig{Volumes: volumes(engines.MaxVolumes)})
+		require.NoError(t, err)
+		c := engines.Postgres{}.Container(engines.Credentials{User: "u", Password: "p", Database: "d"}, engines.Limits{MemoryBytes: 512 << 20}, img)
+		for _, v := range img.Config.Volumes {
+			assert.True(t, strings.HasPrefix(c.Tmpfs[v], "size="), "%s is a bounded tmpfs", v)
+		}
+	})
+	t.Run("BeyondTheBoundIsRefused", func(t *testing.T) {
+		_, err := engines.ImageOf("test/pg17", runtime.ImageConfig{Volumes: volumes(engines.MaxVolumes + 1)})
+		require.ErrorIs(t, err, engines.ErrImageLayout)
+		assert.Contains(t, err.Error(), `"test/pg17"`, "names the image")
+		assert.Contains(t, err.Error(), "17 VOLUMEs", "names the count")
+	})
 }

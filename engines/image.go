@@ -1,6 +1,8 @@
 package engines
 
 import (
+	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -26,15 +28,28 @@ type Image struct {
 	Known bool
 }
 
-// ImageOf is the Image of a config the runtime read.
-func ImageOf(cfg runtime.ImageConfig) Image {
-	return Image{Config: cfg, Known: true}
-}
+// ErrImageLayout: an image lays its data out in a way no sandbox can be
+// made of within its bounds (it declares more VOLUMEs than MaxVolumes).
+// Nothing has been run when it is returned; the CLI exits 4.
+var ErrImageLayout = errors.New("image layout not supported")
 
-// maxVolumes bounds how many VOLUMEs of an image get a tmpfs of their own:
-// an image declaring more is not one an engine was written for, and each
-// tmpfs costs a bounded share of the budget.
-const maxVolumes = 16
+// MaxVolumes bounds how many VOLUMEs an image may declare: each gets a
+// bounded tmpfs of its own (a VOLUME without one would be an anonymous
+// volume on the host's disk, outside every bound), each costs a share of
+// the budget, and an image declaring more is not one an engine was
+// written for.
+const MaxVolumes = 16
+
+// ImageOf is the Image of ref, from the config the runtime read. An image
+// that declares more than MaxVolumes VOLUMEs is refused (ErrImageLayout):
+// dropping the extra ones would leave them on the host's disk, unbounded.
+func ImageOf(ref string, cfg runtime.ImageConfig) (Image, error) {
+	if n := len(cfg.Volumes); n > MaxVolumes {
+		return Image{}, fmt.Errorf("image %q declares %d VOLUMEs, more than the %d a sandbox gives a bounded tmpfs: %w",
+			ref, n, MaxVolumes, ErrImageLayout)
+	}
+	return Image{Config: cfg, Known: true}, nil
+}
 
 // env is the image's value of key, or def when the image does not set it
 // (or is not known).
@@ -45,14 +60,13 @@ func (img Image) env(key, def string) string {
 	return def
 }
 
-// volumes are the image's VOLUMEs (at most maxVolumes, in path order), or
-// defaults when the image is not known.
+// volumes are the image's VOLUMEs (at most MaxVolumes, ImageOf saw to
+// it; in path order), or defaults when the image is not known.
 func (img Image) volumes(defaults []string) []string {
 	if !img.Known {
 		return slices.Clone(defaults)
 	}
-	v := slices.Clone(img.Config.Volumes)
-	return v[:min(len(v), maxVolumes)]
+	return slices.Clone(img.Config.Volumes)
 }
 
 // volumeHolding is the volume of vols that p is on (the longest that is p

@@ -221,6 +221,9 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 	if err := p.ensureImage(ctx, c, s); err != nil {
 		return fail("pull", err, "")
 	}
+	if err := p.readImage(ctx, s); err != nil {
+		return fail("image", err, "")
+	}
 	<-c.listed // bounded: the List has ctx
 	if c.listErr != nil {
 		return c.listErr
@@ -362,7 +365,7 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 		return err
 	}
 	if ok {
-		return p.readImage(ctx, s)
+		return nil
 	}
 	p.emit(ctx, p.event(EventPullStart, c, s, nil))
 	pctx, cancel := context.WithTimeout(ctx, p.opts.PullTimeout)
@@ -381,13 +384,17 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 		return err
 	}
 	p.emit(ctx, p.event(EventPulled, c, s, nil))
-	return p.readImage(ctx, s)
+	return nil
 }
 
 // readImage reads where s's image keeps its data from its config, for the
 // engine to lay the sandbox out by (engines.Image). A runtime without an
-// image store (runtime.ErrUnsupported) leaves it unknown.
+// image store (runtime.ErrUnsupported) leaves it unknown. An image no
+// sandbox can be laid out on is engines.ErrImageLayout.
 func (p *Provisioner) readImage(ctx context.Context, s *service) error {
+	if p.noImageStore.Load() {
+		return nil // learned once: no config to read
+	}
 	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	cfg, err := p.rt.ImageConfig(cctx, s.image)
@@ -397,8 +404,8 @@ func (p *Provisioner) readImage(ctx context.Context, s *service) error {
 	if err != nil {
 		return err
 	}
-	s.img = engines.ImageOf(cfg)
-	return nil
+	s.img, err = engines.ImageOf(s.image, cfg)
+	return err
 }
 
 // listExisting lists the owner's sandboxes and sorts the same-named ones

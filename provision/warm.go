@@ -140,6 +140,9 @@ func (p *Provisioner) EnsureTemplate(ctx context.Context, name string) (Template
 	if err := p.ensureImage(ctx, c, s); err != nil {
 		return Template{}, err
 	}
+	if err := p.readImage(ctx, s); err != nil {
+		return Template{}, err
+	}
 	return p.template(ctx, c, s, w)
 }
 

@@ -223,5 +223,7 @@ func TestPostgresEnginesCommand(t *testing.T) {
 func imageOf(t testing.TB, ref string) engines.Image {
 	t.Helper()
 	img := inspectImage(t, ref)
-	return engines.ImageOf(runtime.NewImageConfig(img.Config.Env, img.Config.Volumes))
+	out, err := engines.ImageOf(ref, runtime.NewImageConfig(img.Config.Env, img.Config.Volumes))
+	require.NoError(t, err)
+	return out
 }

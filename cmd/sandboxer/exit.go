@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -30,9 +31,9 @@ const (
 	// for): nothing was started. For down, ls and gc without --runtime,
 	// also: a present runtime did not answer (they acted on the others).
 	ExitUnavailable = 3
-	// ExitProvision: provisioning failed (image, run, readiness, or a port
-	// published beyond loopback); what the call had started was rolled
-	// back.
+	// ExitProvision: provisioning failed (image, including an image no
+	// sandbox can be laid out on, run, readiness, or a port published
+	// beyond loopback); what the call had started was rolled back.
 	ExitProvision = 4
 	// ExitCannotExec and ExitNotFound: `run` could not start its command
 	// (not executable, not found), as sh(1) reports them.
@@ -102,7 +103,8 @@ func exitCode(err error, sig os.Signal) int {
 		return ExitUnavailable
 	}
 	var pe *provision.Error
-	if errors.As(err, &pe) || errors.Is(err, provision.ErrNotReady) || errors.Is(err, runtime.ErrImageNotFound) {
+	if errors.As(err, &pe) || errors.Is(err, provision.ErrNotReady) || errors.Is(err, runtime.ErrImageNotFound) ||
+		errors.Is(err, engines.ErrImageLayout) {
 		return ExitProvision
 	}
 	return ExitFailure

@@ -250,6 +250,7 @@ func TestExitCode(t *testing.T) {
 		{"DetectUnavailable", &detect.UnavailableError{Reason: "none"}, nil, ExitUnavailable},
 		{"ProvisionFailed", pe, nil, ExitProvision},
 		{"ImageNotFound", runtime.NewError("docker", "pull", "x", runtime.ErrImageNotFound, nil), nil, ExitProvision},
+		{"ImageLayoutRefused", fmt.Errorf("warm: %w", engines.ErrImageLayout), nil, ExitProvision},
 		{"Other", errors.New("disk full"), nil, ExitFailure},
 		{"InterruptedBySIGINT", context.Canceled, syscall.SIGINT, 130},
 		{"InterruptedBySIGHUP", context.Canceled, syscall.SIGHUP, 129},

@@ -115,6 +115,8 @@ func (cl *cluster) runtime(t testing.TB, opts ...kubernetes.Option) *kubernetes.
 	t.Helper()
 	r, err := kubernetes.New(append([]kubernetes.Option{
 		kubernetes.WithKubeconfig(cl.kubeconfig), kubernetes.WithNamespace(cl.namespace), kubernetes.WithNode(cl.node),
+		// Doctor's NetworkPolicy probe: the offline busybox stand-in.
+		kubernetes.WithProbeImage(testenv.Getenv("SANDBOXER_IMAGE_BUSYBOX")),
 	}, opts...)...)
 	if err != nil {
 		testenv.Unavailable(t, kubernetes.Name, "%v", err)
