@@ -62,6 +62,25 @@ func TestKindOf(t *testing.T) {
 			want: runtime.ErrAlreadyExists,
 		},
 		{
+			name: "RemoveNetworkInUseIsA500",
+			op:   runtime.OpRemoveNetwork,
+			err: apiErr(500, "network is being used",
+				`"n" has associated containers with it. Use -f to forcibly delete containers and pods: network is being used`),
+			want: runtime.ErrInUse,
+		},
+		{
+			name: "RemoveNetworkConflict",
+			op:   runtime.OpRemoveNetwork,
+			err:  apiErr(409, "network is being used", "network is being used"),
+			want: runtime.ErrInUse,
+		},
+		{
+			name: "SubnetInUseHasNoKind",
+			op:   runtime.OpCreateNetwork,
+			err:  apiErr(500, "subnet 10.213.200.0/26 is already used on the host or by another config", "subnet 10.213.200.0/26 is already used on the host or by another config"),
+			want: nil,
+		},
+		{
 			name: "RunOnAbsentNetwork",
 			op:   runtime.OpRun,
 			err:  apiErr(404, "network not found", "unable to find network with name or ID n: network not found"),
@@ -203,4 +222,17 @@ func TestHostPortBusy(t *testing.T) {
 			assert.Equal(t, tc.wantPort, port, "port")
 		})
 	}
+}
+
+// TestNetworkCreateCauses: the two refusals of a network create that
+// CreateNetwork answers itself, as Podman 4.3.1 words them.
+func TestNetworkCreateCauses(t *testing.T) {
+	inUse := apiErr(500, "subnet 10.213.200.0/26 is already used on the host or by another config",
+		"subnet 10.213.200.0/26 is already used on the host or by another config")
+	strict := apiErr(500, "invalid syntax", `strconv.ParseBool: parsing "strict": invalid syntax`)
+	assert.True(t, subnetInUse(inUse))
+	assert.False(t, subnetInUse(strict))
+	assert.True(t, strictUnknown(strict))
+	assert.False(t, strictUnknown(inUse))
+	assert.False(t, subnetInUse(errors.New("subnet is already used on the host or by another config")), "only the service's answer")
 }

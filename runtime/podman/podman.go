@@ -119,6 +119,8 @@ type Runtime struct {
 	conn *bindings.Connection
 	// svc is what the first successful ping learnt; nil until then.
 	svc *service
+	// looseIsolation makes the warning of warnLooseIsolation a single one.
+	looseIsolation sync.Once
 }
 
 // service is what the adapter knows about the service it talks to.
