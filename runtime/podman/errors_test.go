@@ -236,3 +236,17 @@ func TestNetworkCreateCauses(t *testing.T) {
 	assert.False(t, strictUnknown(inUse))
 	assert.False(t, subnetInUse(errors.New("subnet is already used on the host or by another config")), "only the service's answer")
 }
+
+// TestForwardDropsBridged: FORWARD as `iptables -S FORWARD` printed it on
+// the test host (Docker's DROP policy), with and without the same-bridge
+// rule of hack/env/podman.sh.
+func TestForwardDropsBridged(t *testing.T) {
+	docker := "-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n-A FORWARD -j DOCKER-ISOLATION-STAGE-1\n" +
+		"-A FORWARD -j NETAVARK_ISOLATION_1\n-A FORWARD -m comment --comment \"netavark firewall plugin rules\" -j NETAVARK_FORWARD\n"
+	withRule := "-P FORWARD DROP\n-A FORWARD -i podman+ -m physdev --physdev-is-bridged -m comment --comment \"sandboxer: podman same-bridge\" -j ACCEPT\n" +
+		"-A FORWARD -j DOCKER-USER\n"
+	assert.True(t, forwardDropsBridged("1\n", docker))
+	assert.False(t, forwardDropsBridged("1\n", withRule))
+	assert.False(t, forwardDropsBridged("0\n", docker), "frames bridged within one bridge skip iptables")
+	assert.False(t, forwardDropsBridged("1\n", "-P FORWARD ACCEPT\n"))
+}
