@@ -18,10 +18,14 @@ import (
 // carry a comment naming it; RemoveNetwork deletes them, and the chains
 // with the last of them.
 const (
+	// IsolationChainPrefix starts the names of the adapter's own iptables
+	// chains (mangle table), so that a clean-up (internal/sweep) can tell
+	// them from anyone else's.
+	IsolationChainPrefix = "SBX-ISOLATION-"
 	// isolationForward is the mangle chain FORWARD jumps to.
-	isolationForward = "SBX-ISOLATION-FWD"
+	isolationForward = IsolationChainPrefix + "FWD"
 	// isolationInput is the mangle chain INPUT jumps to.
-	isolationInput = "SBX-ISOLATION-IN"
+	isolationInput = IsolationChainPrefix + "IN"
 	// iptablesTimeout bounds one iptables command (its -w lock wait
 	// included).
 	iptablesTimeout = 30 * time.Second

@@ -252,6 +252,8 @@ func (r *Runtime) Forms() runtime.Forms {
 		NoExecUser:      true,
 		TmpfsSizeOnly:   true,
 		StopRemoves:     true,
+		// A network is a record and a policy over the flat pod network.
+		NoNetworkSubnets: true,
 	}
 }
 
