@@ -166,6 +166,13 @@ func New(rt runtime.ContainerRuntime, opts Options) (*Janitor, error) {
 // call is bounded by Options.CallTimeout. The error is non-nil when the
 // snapshot itself failed (the report is then empty) or when Report.Errors
 // is not empty (Report.Err).
+//
+// The sweep then judges the owner networks (provision.OwnerNetworkName)
+// alike: one whose owner is gone, past the grace window from its created
+// label, that no sandbox left in the snapshot uses, is removed; one a
+// container is still attached to (runtime.ErrInUse: the agent) is kept,
+// and so is one whose owner is alive or undecided (Report.NetworksKept
+// says why). A failure to list the networks is joined to the error.
 func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	rep := Report{DryRun: j.opts.DryRun}
 	sctx, cancel := context.WithTimeout(ctx, j.opts.CallTimeout)
@@ -228,6 +235,9 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	} else {
 		j.remove(ctx, orphans, listed, &rep)
 		j.adopt(ctx, adoptable, listed, &rep)
+	}
+	netErr := j.sweepNetworks(ctx, snap, now, &rep)
+	if !j.opts.DryRun {
 		j.reconcile(ctx)
 	}
 
@@ -235,7 +245,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 		slices.SortFunc(l, func(a, b Sandbox) int { return cmp.Compare(a.Name, b.Name) })
 	}
 	slices.SortFunc(rep.Errors, func(a, b Failure) int { return cmp.Compare(a.Sandbox.Name, b.Sandbox.Name) })
-	return rep, rep.Err()
+	return rep, errors.Join(rep.Err(), netErr)
 }
 
 // adopt hands the sandboxes whose owner container exists, and that their
@@ -385,6 +395,14 @@ func (j *Janitor) Run(ctx context.Context, interval time.Duration) error {
 	return nil
 }
 
+// sweepLine is a sweep's summary: the sandboxes', then the networks'.
+func sweepLine(rep Report) string {
+	if n := rep.NetworksString(); n != "" {
+		return rep.String() + "; " + n
+	}
+	return rep.String()
+}
+
 func (j *Janitor) sweepAndLog(ctx context.Context) {
 	start := time.Now()
 	rep, err := j.Sweep(ctx)
@@ -408,10 +426,13 @@ func (j *Janitor) sweepAndLog(ctx context.Context) {
 	if len(rep.Removed) > 0 {
 		attrs = append(attrs, "sandboxes", names(rep.Removed))
 	}
+	if len(rep.NetworksRemoved)+len(rep.NetworksKept) > 0 {
+		attrs = append(attrs, "networks_removed", len(rep.NetworksRemoved), "networks_kept", len(rep.NetworksKept))
+	}
 	switch {
 	case err != nil:
-		j.opts.Logger.Warn("janitor: sweep: "+rep.String(), append(attrs, "err", err)...)
-	case len(rep.Removed) > 0:
-		j.opts.Logger.Info("janitor: sweep: "+rep.String(), attrs...)
+		j.opts.Logger.Warn("janitor: sweep: "+sweepLine(rep), append(attrs, "err", err)...)
+	case len(rep.Removed) > 0 || len(rep.NetworksRemoved) > 0:
+		j.opts.Logger.Info("janitor: sweep: "+sweepLine(rep), attrs...)
 	}
 }

@@ -59,6 +59,31 @@ type Report struct {
 	// owner is deleted (runtime.Adopter). Not counted by Total. Never
 	// filled in a dry run.
 	Adopted []Sandbox
+
+	// NetworksRemoved: owner networks (provision.OwnerNetworkName) whose
+	// owner is gone, past the grace window from their created label, that
+	// no sandbox of the snapshot used, removed. In a dry run: what would
+	// be removed.
+	NetworksRemoved []Network
+	// NetworksKept: owner networks left in place, each with why (Network.
+	// Why): in grace, a sandbox still on it, the owner alive or undecided,
+	// a container (the agent) still attached (runtime.ErrInUse), or a
+	// removal that failed (Network.Err, also in Err).
+	NetworksKept []Network
+}
+
+// Network is one owner network as a sweep saw it.
+type Network struct {
+	Name  string
+	Owner lifetime.Owner
+	// Created is the network's created label (zero when it has none).
+	Created time.Time
+	Age     time.Duration
+	// Why says why a kept network was kept ("" for a removed one).
+	Why string
+	// Err is set when the owner could not be read or judged, or the
+	// removal failed (not for runtime.ErrInUse, which is no failure).
+	Err error
 }
 
 // Total is the number of sandboxes the sweep listed.
@@ -80,11 +105,28 @@ func (r Report) String() string {
 	return line
 }
 
-// Err joins the per-container errors (nil when there are none).
+// NetworksString summarises the owner networks of the report on one line
+// ("" when the sweep saw none).
+func (r Report) NetworksString() string {
+	if len(r.NetworksRemoved)+len(r.NetworksKept) == 0 {
+		return ""
+	}
+	verb := "removed"
+	if r.DryRun {
+		verb = "would remove"
+	}
+	return fmt.Sprintf("networks: %s %d, kept %d", verb, len(r.NetworksRemoved), len(r.NetworksKept))
+}
+
+// Err joins the per-container errors and the kept networks' (nil when
+// there are none).
 func (r Report) Err() error {
 	errs := make([]error, len(r.Errors))
 	for i, f := range r.Errors {
 		errs[i] = f.Err
+	}
+	for _, n := range r.NetworksKept {
+		errs = append(errs, n.Err)
 	}
 	return errors.Join(errs...)
 }

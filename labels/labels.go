@@ -17,6 +17,13 @@
 //	roboco.sandbox.owner.pidns=<pid namespace inode>
 //	roboco.sandbox.owner.pid=<pid>
 //	roboco.sandbox.owner.start=<start time in clock ticks>
+//
+// An owner's network (provision.OwnerNetworkName) carries the sandbox
+// marker, the owner (and the process-owner keys when a process owns it),
+// and the network keys:
+//
+//	roboco.sandbox.network=owner
+//	roboco.sandbox.created=<unix seconds>
 package labels
 
 import (
@@ -31,6 +38,10 @@ const DefaultPrefix = "roboco"
 
 // SandboxValue is the value of the Sandbox key on every sandbox.
 const SandboxValue = "1"
+
+// NetworkOwnerValue is the value of the Network key on an owner's
+// network: the network of one owner's sandboxes.
+const NetworkOwnerValue = "owner"
 
 // PrefixRule says which prefixes ValidatePrefix accepts, for messages.
 const PrefixRule = "must be 1..32 lower-case letters and digits, with single '.' or '-' between them (not first, last or twice in a row)"
@@ -67,6 +78,14 @@ type Keys struct {
 	// created the sandbox, so that its rollback removes exactly its own.
 	Call string
 
+	// Network ("<prefix>.sandbox.network", value NetworkOwnerValue) is
+	// the role of a network sandboxer made: an owner's network.
+	Network string
+	// Created ("<prefix>.sandbox.created") holds when sandboxer created a
+	// network, in unix seconds, for the janitor's grace window (a network's
+	// creation time is not reported alike by every runtime).
+	Created string
+
 	// OwnerBoot ("<prefix>.sandbox.owner.boot") holds the boot id of the
 	// owning process's host.
 	OwnerBoot string
@@ -95,6 +114,8 @@ func For(prefix string) Keys {
 		Owner:      owner,
 		Engine:     sandbox + ".engine",
 		Call:       sandbox + ".call",
+		Network:    sandbox + ".network",
+		Created:    sandbox + ".created",
 		OwnerBoot:  owner + ".boot",
 		OwnerPIDNS: owner + ".pidns",
 		OwnerPID:   owner + ".pid",
@@ -112,9 +133,22 @@ func (k Keys) OwnedBy(owner string) map[string]string {
 	return map[string]string{k.Sandbox: SandboxValue, k.Owner: owner}
 }
 
+// OwnerNetworks is the network list selector of every owner network of
+// the prefix.
+func (k Keys) OwnerNetworks() map[string]string {
+	return map[string]string{k.Sandbox: SandboxValue, k.Network: NetworkOwnerValue}
+}
+
+// NetworkOf is the network list selector of one owner's network.
+func (k Keys) NetworkOf(owner string) map[string]string {
+	sel := k.OwnerNetworks()
+	sel[k.Owner] = owner
+	return sel
+}
+
 // Reserved reports whether key is one of the keys the provisioner sets
-// itself (Sandbox, Owner, Engine, Call), which a caller's extra labels may
-// not replace.
+// itself (Sandbox, Owner, Engine, Call, Network, Created), which a
+// caller's extra labels may not replace.
 func (k Keys) Reserved(key string) bool {
-	return key == k.Sandbox || key == k.Owner || key == k.Engine || key == k.Call
+	return key == k.Sandbox || key == k.Owner || key == k.Engine || key == k.Call || key == k.Network || key == k.Created
 }

@@ -19,6 +19,8 @@ func TestKeysAreTheSchema(t *testing.T) {
 		Owner:      "sbx.sandbox.owner",
 		Engine:     "sbx.sandbox.engine",
 		Call:       "sbx.sandbox.call",
+		Network:    "sbx.sandbox.network",
+		Created:    "sbx.sandbox.created",
 		OwnerBoot:  "sbx.sandbox.owner.boot",
 		OwnerPIDNS: "sbx.sandbox.owner.pidns",
 		OwnerPID:   "sbx.sandbox.owner.pid",
@@ -36,6 +38,8 @@ func TestSelectors(t *testing.T) {
 	k := labels.For("sbx")
 	assert.Equal(t, map[string]string{"sbx.sandbox": "1"}, k.Sandboxes())
 	assert.Equal(t, map[string]string{"sbx.sandbox": "1", "sbx.sandbox.owner": "sbx-agent-1"}, k.OwnedBy("sbx-agent-1"))
+	assert.Equal(t, map[string]string{"sbx.sandbox": "1", "sbx.sandbox.network": "owner"}, k.OwnerNetworks())
+	assert.Equal(t, map[string]string{"sbx.sandbox": "1", "sbx.sandbox.network": "owner", "sbx.sandbox.owner": "sbx-agent-1"}, k.NetworkOf("sbx-agent-1"))
 }
 
 func TestReserved(t *testing.T) {

@@ -30,6 +30,15 @@ const (
 	EventFailed          EventKind = "failed"
 	EventRolledBack      EventKind = "rolled-back"
 	EventRemoved         EventKind = "removed"
+	// EventNetworkCreated: the owner's network was created (Event.Network).
+	EventNetworkCreated EventKind = "network-created"
+	// EventNetworkRemoved: the owner's network was removed with the
+	// owner's last sandbox.
+	EventNetworkRemoved EventKind = "network-removed"
+	// EventNetworkKept: the owner's last sandbox is gone but a container
+	// (the agent) is still attached to its network (runtime.ErrInUse): it
+	// is left for the janitor. Logged at debug level.
+	EventNetworkKept EventKind = "network-kept"
 	// EventAdopted: the runtime now removes the sandbox (Container) itself
 	// when its owner is deleted (runtime.Adopter).
 	EventAdopted EventKind = "adopted"
@@ -55,6 +64,9 @@ type Event struct {
 	// Template is the warm template the sandbox starts from (EventStarted,
 	// EventReady; "" for a cold start), or the one built or removed.
 	Template string
+	// Network is the owner's network (EventNetworkCreated,
+	// EventNetworkRemoved, EventNetworkKept).
+	Network string
 	// Progress is set for EventPullProgress.
 	Progress *runtime.PullProgress
 	// Err is set for EventFailed (redacted).
@@ -86,6 +98,9 @@ func (p *Provisioner) emit(ctx context.Context, ev Event) {
 	if ev.Template != "" {
 		attrs = append(attrs, slog.String("template", ev.Template))
 	}
+	if ev.Network != "" {
+		attrs = append(attrs, slog.String("network", ev.Network))
+	}
 	if ev.Attempts != 0 {
 		attrs = append(attrs, slog.Int("attempts", ev.Attempts))
 	}
@@ -96,6 +111,9 @@ func (p *Provisioner) emit(ctx context.Context, ev Event) {
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 		level = slog.LevelWarn
+	}
+	if ev.Kind == EventNetworkKept {
+		level = slog.LevelDebug
 	}
 	l.Log(ctx, level, "sandbox "+string(ev.Kind), attrs...)
 }

@@ -45,6 +45,14 @@ type Options struct {
 	// Empty selects host mode: each sandbox's port is published on
 	// 127.0.0.1 with an ephemeral host port, and the env hands that out.
 	Network string
+	// Private selects private network mode: the owner's network
+	// (OwnerNetworkName) is created internal (no route out), the
+	// sandboxes join it, nothing is published, and the env hands out
+	// their addresses on it; the caller attaches its agent to the network
+	// that Sandbox.Network names. Without Private and Network (host mode)
+	// the owner's network is a plain one and the ports are published.
+	// Private and Network exclude each other.
+	Private bool
 
 	// MemoryBytes is each sandbox's memory limit (default: the engine's
 	// own, engines.Spec.MemoryBytes, else 512 MiB).
@@ -139,6 +147,8 @@ func (o Options) Validate() error {
 		return &ValidationError{Field: "cpus", Value: fmt.Sprint(o.CPUs), Reason: fmt.Sprintf("must be a positive number of cores, at most %d", runtime.MaxCPUs), Err: err}
 	}
 	switch {
+	case o.Private && o.Network != "":
+		return invalid("network", o.Network, "given with private network mode: the sandboxes join either the owner's private network or the caller's")
 	case o.MemoryBytes < 0:
 		return invalid("memory", fmt.Sprint(o.MemoryBytes), "must be positive")
 	case o.PullTimeout < 0:

@@ -103,6 +103,9 @@ type call struct {
 	blocked map[string]error
 	listed  chan struct{}
 	listErr error
+	// net is the owner's network (nil when the sandboxes join the
+	// caller's, Options.Network).
+	net *ownerNet
 }
 
 // service is one service's work within a call.
@@ -157,6 +160,16 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
+	if p.ownsNetwork() {
+		// The owner's network is made while the images are checked: the
+		// services need it only when they run.
+		c.net = &ownerNet{name: OwnerNetworkName(c.owner), ready: make(chan struct{})}
+		g.Go(func() error {
+			defer close(c.net.ready)
+			c.net.err = p.ensureNetwork(gctx, c.owner, c.net)
+			return c.net.err
+		})
+	}
 	// The owner's sandboxes are listed while each service checks its image:
 	// the pre-clear needs the list, the image check does not, and one
 	// round trip less is what a provision costs beyond a bare run.
@@ -182,7 +195,7 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 		return Sandbox{}, err
 	}
 
-	sb := Sandbox{OwnerID: ownerID, Owner: c.owner, call: c.id}
+	sb := Sandbox{OwnerID: ownerID, Owner: c.owner, Network: p.joined(c), call: c.id}
 	for _, s := range svcs {
 		sb.Containers = append(sb.Containers, s.result)
 		sb.Env = append(sb.Env, s.engine.Env(p.opts.EnvPrefix, s.result.Endpoint, s.cred)...)
@@ -231,6 +244,12 @@ func (p *Provisioner) provisionOne(ctx context.Context, c *call, s *service) err
 	if err := p.preClear(ctx, c, s); err != nil {
 		return fail("pre-clear", err, "")
 	}
+	if c.net != nil {
+		<-c.net.ready // bounded: CallTimeout
+		if c.net.err != nil {
+			return fail("network", c.net.err, "")
+		}
+	}
 
 	spec := p.runSpec(c, s)
 	if w, ok := p.warmer(s); ok {
@@ -271,6 +290,16 @@ func (p *Provisioner) start(ctx context.Context, c *call, s *service, spec runti
 	runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), runTimeout)
 	ctr, err := p.rt.Run(runCtx, spec)
 	cancelRun()
+	if err != nil && c.net != nil && errors.Is(err, runtime.ErrNotFound) && !errors.Is(err, runtime.ErrImageNotFound) && ctx.Err() == nil {
+		// A concurrent teardown of the owner's last sandbox removed the
+		// network between its create and this Run: make it once more.
+		if nerr := p.recreateNetwork(ctx, c.owner, c.net); nerr != nil {
+			return "network", "", errors.Join(err, nerr)
+		}
+		runCtx, cancelRun := context.WithTimeout(context.WithoutCancel(ctx), runTimeout)
+		ctr, err = p.rt.Run(runCtx, spec)
+		cancelRun()
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, runtime.ErrAlreadyExists):
@@ -294,15 +323,16 @@ func (p *Provisioner) start(ctx context.Context, c *call, s *service, spec runti
 	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 
-	probeHost, err := p.address(rctx, ctr)
+	probeHost, err := p.address(rctx, ctr, spec.Network)
 	if err != nil {
 		return "run", "", err
 	}
 	own := engines.Endpoint{Host: probeHost, Port: s.spec.Port}
 	// The consumer's endpoint: the published port in host mode, the
-	// sandbox's own address on the sibling network otherwise.
+	// sandbox's own address on its network otherwise (the caller's, or
+	// the owner's private one).
 	endpoint := own
-	if p.opts.Network == "" {
+	if p.hostMode() {
 		if endpoint, err = p.published(rctx, ctr, s.spec.Port); err != nil {
 			return "publish", "", err
 		}
@@ -321,7 +351,7 @@ func (p *Provisioner) start(ctx context.Context, c *call, s *service, spec runti
 		if err != nil {
 			return "probe", output, err
 		}
-		if p.opts.Network == "" {
+		if p.hostMode() {
 			// The exec probe ran inside; the consumer dials the published port.
 			if err := waitDial(ctx, rctx, endpoint, readyTimeout); err != nil {
 				return "publish", "", err
@@ -520,38 +550,52 @@ func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
 		Tmpfs:       maps.Clone(cc.Tmpfs),
 		MemoryBytes: memory,
 		CPUs:        p.opts.CPUs,
-		Network:     p.opts.Network,
+		Network:     p.joined(c),
 	}
 	spec.Capabilities = slices.Clone(s.spec.Capabilities) // the engine's, and no other
-	if p.opts.Network == "" {
+	if p.hostMode() {
 		spec.Ports = []runtime.PortSpec{{ContainerPort: s.spec.Port, Protocol: "tcp", HostIP: runtime.DefaultHostIP}}
 	}
 	return spec
 }
 
-// address is the sandbox's own non-loopback address: on the sibling
-// network, or (host mode) on the network the runtime attached it to. It
-// asks Inspect when Run's result does not carry it.
-func (p *Provisioner) address(ctx context.Context, ctr runtime.Container) (string, error) {
-	if ip := p.pickAddress(ctr); ip != "" {
+// joined is the network the call's sandboxes join: the caller's
+// (Options.Network), else the owner's. A template build (a call of no
+// owner) joins the runtime's default network ("").
+func (p *Provisioner) joined(c *call) string {
+	if !p.ownsNetwork() {
+		return p.opts.Network
+	}
+	if c.net != nil {
+		return c.net.name
+	}
+	return ""
+}
+
+// address is the sandbox's own non-loopback address on network (the
+// caller's or the owner's), or, for network "" (a template build), on the
+// network the runtime attached it to. It asks Inspect when Run's result
+// does not carry it.
+func (p *Provisioner) address(ctx context.Context, ctr runtime.Container, network string) (string, error) {
+	if ip := pickAddress(ctr, network); ip != "" {
 		return ip, nil
 	}
 	ctr, err := p.rt.Inspect(ctx, ctr.ID)
 	if err != nil {
 		return "", err
 	}
-	if ip := p.pickAddress(ctr); ip != "" {
+	if ip := pickAddress(ctr, network); ip != "" {
 		return ip, nil
 	}
-	if p.opts.Network != "" {
-		return "", fmt.Errorf("no address reported on network %q", p.opts.Network)
+	if network != "" {
+		return "", fmt.Errorf("no address reported on network %q", network)
 	}
 	return "", errors.New("no non-loopback address reported")
 }
 
-func (p *Provisioner) pickAddress(ctr runtime.Container) string {
-	if p.opts.Network != "" {
-		return usable(ctr.Networks[p.opts.Network])
+func pickAddress(ctr runtime.Container, network string) string {
+	if network != "" {
+		return usable(ctr.Networks[network])
 	}
 	for _, n := range slices.Sorted(maps.Keys(ctr.Networks)) {
 		if ip := usable(ctr.Networks[n]); ip != "" {
@@ -736,7 +780,16 @@ func (p *Provisioner) rollback(ctx context.Context, c *call, svcs []*service) er
 			p.emit(ctx, Event{Kind: EventRolledBack, Owner: c.owner, Container: x.Name})
 		}
 	}
-	return errors.Join(listErr, err)
+	var netErr error
+	if c.net != nil && listErr == nil && err == nil && c.net.made {
+		// The network this call made goes with the owner's last sandbox
+		// (another call of the owner's may have joined it meanwhile). The
+		// errgroup is done: c.net.made is final.
+		if netErr = p.removeIfLast(ctx, c.owner); netErr != nil {
+			netErr = fmt.Errorf("rollback %s: %w", c.owner, netErr)
+		}
+	}
+	return errors.Join(listErr, err, netErr)
 }
 
 // destroyAll destroys the listed containers in parallel (runtime.Destroy:

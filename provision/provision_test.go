@@ -265,7 +265,9 @@ func TestHostModeProbesTheContainerAddress(t *testing.T) {
 	require.NoError(t, err)
 	targets := probed.get()
 	require.NotEmpty(t, targets)
-	assert.Equal(t, ctr.Networks[fakeruntime.DefaultNetwork], targets[0], "the address on the default network, not loopback")
+	assert.NotContains(t, ctr.Networks, fakeruntime.DefaultNetwork, "host mode joins the owner's network, not the default one")
+	assert.Equal(t, ctr.Networks[provision.OwnerNetworkName(sb.Owner)], targets[0], "the address on the owner's network, not loopback")
+	assert.NotEmpty(t, targets[0])
 }
 
 func TestNamingLabelsAndLimits(t *testing.T) {

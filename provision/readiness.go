@@ -89,7 +89,7 @@ func (p *Provisioner) plan(ctx context.Context, s *service, target engines.Endpo
 	case p.opts.Readiness == ReadinessWire:
 		cp.mode, cp.why = ReadinessWire, "forced (readiness wire)"
 		return cp
-	case p.opts.Network == "":
+	case p.hostMode():
 		cp.mode, cp.why = ReadinessWire, "host mode: the published 127.0.0.1 port is reachable from here"
 		return cp
 	}

@@ -29,6 +29,11 @@ type Sandbox struct {
 	// when Provision returned; empty otherwise, and on a runtime that
 	// cannot adopt (see Provisioner.Adopt).
 	AdoptedBy string `json:"adopted_by,omitempty"`
+	// Network is the network the sandboxes joined: the owner's
+	// (OwnerNetworkName; in private network mode the one the caller
+	// attaches its agent to, with `docker network connect` or the like),
+	// or the caller's (Options.Network).
+	Network string `json:"network,omitempty"`
 
 	// call is the Provision call that made the sandboxes (its call
 	// label), for TeardownSandbox.
@@ -124,14 +129,20 @@ type Format string
 // Formats.
 const (
 	// FormatDotenv is KEY=value lines, unquoted (Docker's --env-file reads
-	// values literally; no emitted value contains a newline).
+	// values literally; no emitted value contains a newline), then
+	// NetworkVar=<network> when the sandbox names one.
 	FormatDotenv Format = "dotenv"
-	// FormatShell is `export KEY='value'` lines, safe for sh's eval.
+	// FormatShell is `export KEY='value'` lines, safe for sh's eval, then
+	// the NetworkVar line when the sandbox names a network.
 	FormatShell Format = "shell"
-	// FormatJSON is one object: owner, adopted_by (when set), containers
-	// and env.
+	// FormatJSON is one object: owner, adopted_by (when set), network
+	// (when set), containers and env.
 	FormatJSON Format = "json"
 )
+
+// NetworkVar is the variable of the dotenv and shell renderings that names
+// the network the sandboxes joined (Sandbox.Network).
+const NetworkVar = "SANDBOXER_NETWORK"
 
 // Render writes the env in format f.
 func (s Sandbox) Render(w io.Writer, f Format) error {
@@ -141,9 +152,15 @@ func (s Sandbox) Render(w io.Writer, f Format) error {
 		for _, v := range s.Env {
 			fmt.Fprintf(&b, "%s=%s\n", v.Name, v.Value)
 		}
+		if s.Network != "" {
+			fmt.Fprintf(&b, "%s=%s\n", NetworkVar, s.Network)
+		}
 	case FormatShell:
 		for _, v := range s.Env {
 			fmt.Fprintf(&b, "export %s=%s\n", v.Name, shellQuote(v.Value))
+		}
+		if s.Network != "" {
+			fmt.Fprintf(&b, "export %s=%s\n", NetworkVar, shellQuote(s.Network))
 		}
 	case FormatJSON:
 		env := make([]jsonVar, len(s.Env))
@@ -158,9 +175,10 @@ func (s Sandbox) Render(w io.Writer, f Format) error {
 			OwnerID    string      `json:"owner_id"`
 			Owner      string      `json:"owner"`
 			AdoptedBy  string      `json:"adopted_by,omitempty"`
+			Network    string      `json:"network,omitempty"`
 			Containers []Container `json:"containers"`
 			Env        []jsonVar   `json:"env"`
-		}{s.OwnerID, s.Owner, s.AdoptedBy, containers, env}, "", "  ")
+		}{s.OwnerID, s.Owner, s.AdoptedBy, s.Network, containers, env}, "", "  ")
 		if err != nil {
 			return fmt.Errorf("provision: render json: %w", err)
 		}

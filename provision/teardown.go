@@ -23,13 +23,24 @@ import (
 // with an error naming the container rather than wait forever. It is
 // idempotent: a second teardown, or one for an owner with nothing,
 // succeeds and removes nothing. It returns the sandboxes it removed; a
-// failure on one does not stop the others.
+// failure on one does not stop the others. Once they are all gone, it
+// removes the owner's network (OwnerNetworkName), unless a container (the
+// agent) is still on it: that one the janitor removes later.
 func (p *Provisioner) Teardown(ctx context.Context, ownerID string) ([]runtime.Container, error) {
 	if err := p.opts.ValidateOwnerID(ownerID); err != nil {
 		return nil, err
 	}
 	owner := p.opts.OwnerName(ownerID)
-	return p.teardown(ctx, owner, p.keys.OwnedBy(owner))
+	removed, err := p.teardown(ctx, owner, p.keys.OwnedBy(owner))
+	if err != nil {
+		return removed, err
+	}
+	// Every sandbox of the owner is gone: so goes its network, unless a
+	// container (the agent) is still on it.
+	if err := p.removeOwnerNetwork(ctx, owner); err != nil {
+		return removed, fmt.Errorf("teardown %s: %w", owner, err)
+	}
+	return removed, nil
 }
 
 // TeardownSandbox removes the sandboxes of sb, which one Provision call
@@ -40,7 +51,8 @@ func (p *Provisioner) Teardown(ctx context.Context, ownerID string) ([]runtime.C
 // not be handed out, the command it was made for is done). It lists by
 // the call label, as Provision's rollback does, and removes as Teardown
 // does: bounded calls that run to their end after ctx is cancelled,
-// idempotent, the removed sandboxes returned. A Sandbox that no Provision
+// idempotent, the removed sandboxes returned. When no sandbox of the owner
+// is left, the owner's network goes too, as in Teardown. A Sandbox that no Provision
 // returned has no call: ErrInvalid, nothing touched.
 func (p *Provisioner) TeardownSandbox(ctx context.Context, sb Sandbox) ([]runtime.Container, error) {
 	if err := p.opts.ValidateOwnerID(sb.OwnerID); err != nil {
@@ -52,7 +64,14 @@ func (p *Provisioner) TeardownSandbox(ctx context.Context, sb Sandbox) ([]runtim
 	}
 	sel := p.keys.OwnedBy(owner)
 	sel[p.keys.Call] = sb.call
-	return p.teardown(ctx, owner, sel)
+	removed, err := p.teardown(ctx, owner, sel)
+	if err != nil {
+		return removed, err
+	}
+	if err := p.removeIfLast(ctx, owner); err != nil {
+		return removed, fmt.Errorf("teardown %s: %w", owner, err)
+	}
+	return removed, nil
 }
 
 // teardown removes the sandboxes of owner that selector lists.

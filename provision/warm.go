@@ -329,7 +329,7 @@ func (p *Provisioner) build(ctx context.Context, s *service, w engines.Warmer, t
 	}
 	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	host, err := p.address(rctx, ctr)
+	host, err := p.address(rctx, ctr, spec.Network)
 	if err != nil {
 		return err
 	}

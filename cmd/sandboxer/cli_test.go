@@ -406,7 +406,9 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 
 			// down, twice.
 			down := c.mustSbx("down", "--owner", owner)
-			assert.ElementsMatch(t, want, strings.Fields(strings.ReplaceAll(down.stdout, "removed ", "")))
+			sandboxLines, networkLines := splitNetworkLines(down.stdout)
+			assert.ElementsMatch(t, want, strings.Fields(strings.ReplaceAll(sandboxLines, "removed ", "")))
+			assert.Equal(t, "removed network "+provision.OwnerNetworkName(c.prefix+"-agent-"+owner)+"\n", networkLines, "the owner's network goes with its last sandbox")
 			assert.Empty(t, c.containers())
 			again := c.mustSbx("down", "--owner", owner)
 			assert.Empty(t, again.stdout, "down is idempotent")
@@ -987,7 +989,8 @@ func TestDownWithoutRuntimeLooksAtEveryRuntime(t *testing.T) {
 
 		down := c.auto(nil, "down", "--owner", "m1")
 		require.Equal(t, 0, down.code, down.stderr)
-		assert.Equal(t, "removed "+sandbox+"m1\n", down.stdout)
+		sandboxLines, _ := splitNetworkLines(down.stdout)
+		assert.Equal(t, "removed "+sandbox+"m1\n", sandboxLines)
 		assert.Empty(t, c.ownedBy("m1"), "removed from Podman")
 	})
 
@@ -1015,7 +1018,8 @@ func TestDownWithoutRuntimeLooksAtEveryRuntime(t *testing.T) {
 			assert.Equal(t, ExitUnavailable, down.code, down.stderr)
 			assert.Contains(t, lastLine(down.stderr), "(DOCKER_HOST) did not answer")
 			assert.Contains(t, lastLine(down.stderr), "was not looked at")
-			assert.Equal(t, "removed "+sandbox+owner+"\n", down.stdout, "Podman's sandboxes are torn down all the same")
+			sandboxLines, _ := splitNetworkLines(down.stdout)
+			assert.Equal(t, "removed "+sandbox+owner+"\n", sandboxLines, "Podman's sandboxes are torn down all the same")
 			assert.Empty(t, c.ownedBy(owner))
 		})
 	}
@@ -1119,4 +1123,17 @@ func TestLsSaysASandboxWasOOMKilled(t *testing.T) {
 			assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(row.Name)+`\s+redis\s+\S+\s+exited \(OOM killed\)\s`), c.mustSbx("ls", "--owner", owner).stdout, "the table says it too")
 		})
 	}
+}
+
+// splitNetworkLines splits down's stdout into its sandbox lines and its
+// owner network lines ("removed network ...", "kept network ...").
+func splitNetworkLines(stdout string) (sandboxes, networks string) {
+	for _, l := range strings.SplitAfter(stdout, "\n") {
+		if strings.HasPrefix(l, "removed network ") || strings.HasPrefix(l, "kept network ") {
+			networks += l
+		} else {
+			sandboxes += l
+		}
+	}
+	return sandboxes, networks
 }

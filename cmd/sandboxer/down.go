@@ -20,7 +20,10 @@ func (a *app) downCmd() *cobra.Command {
 		Use:   "down --owner ID",
 		Short: "Tear down an owner's sandboxes (idempotent)",
 		Long: `Kill and remove every sandbox of owner ID, with its anonymous volumes, and
-print the names removed. Tearing down an owner with nothing is not an error.
+print the names removed ("removed NAME"); then remove the owner's network
+("removed network sbx-..."), unless a container (the agent) is still
+attached to it ("kept network ...": the janitor removes it once it is
+free). Tearing down an owner with nothing is not an error.
 
 ` + lookRuleHelp,
 		Args: cobra.NoArgs,
@@ -32,7 +35,8 @@ print the names removed. Tearing down an owner with nothing is not an error.
 				return err
 			}
 			n := a.printNames("removed", run.got)
-			a.log.Info("teardown", "owner", run.opts.OwnerName(owner), "removed", n, "runtimes", len(run.targets))
+			nn := a.printNetworks(run)
+			a.log.Info("teardown", "owner", run.opts.OwnerName(owner), "removed", n, "networks_removed", nn, "runtimes", len(run.targets))
 			if err := joinErrors(append(run.errs, run.missing)...); err != nil {
 				return fmt.Errorf("down %s: %w", run.opts.OwnerName(owner), err)
 			}

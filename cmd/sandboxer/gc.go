@@ -55,9 +55,36 @@ type reportJSON struct {
 	// Adopted: sandboxes (also kept or skipped) the sweep handed to their
 	// owner, on a runtime that removes them itself with the owner.
 	Adopted []sweptJSON `json:"adopted"`
-	Summary string      `json:"summary"`
+	// NetworksRemoved and NetworksKept are the owner networks the sweep
+	// removed (in a dry run: would remove) and kept, with why.
+	NetworksRemoved []networkJSON `json:"networks_removed"`
+	NetworksKept    []networkJSON `json:"networks_kept"`
+	Summary         string        `json:"summary"`
 	// Runtimes are the runtimes swept, as ls names them.
 	Runtimes []string `json:"runtimes"`
+}
+
+// networkJSON is one owner network of a sweep report, for --format json.
+type networkJSON struct {
+	Name       string `json:"name"`
+	Owner      string `json:"owner"`
+	AgeSeconds int64  `json:"age_seconds"`
+	// Why says why a kept network was kept.
+	Why     string `json:"why,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Runtime string `json:"runtime"`
+}
+
+func networksJSON(ns []janitor.Network, on string) []networkJSON {
+	out := make([]networkJSON, 0, len(ns))
+	for _, n := range ns {
+		j := networkJSON{Name: n.Name, Owner: n.Owner.String(), AgeSeconds: int64(n.Age / time.Second), Why: n.Why, Runtime: on}
+		if n.Err != nil {
+			j.Error = oneLine(n.Err.Error())
+		}
+		out = append(out, j)
+	}
+	return out
 }
 
 // sweep is one runtime's sweep.
@@ -88,6 +115,8 @@ func total(sweeps []sweep, dryRun bool) janitor.Report {
 		sum.Skipped = append(sum.Skipped, s.rep.Skipped...)
 		sum.Errors = append(sum.Errors, s.rep.Errors...)
 		sum.Adopted = append(sum.Adopted, s.rep.Adopted...)
+		sum.NetworksRemoved = append(sum.NetworksRemoved, s.rep.NetworksRemoved...)
+		sum.NetworksKept = append(sum.NetworksKept, s.rep.NetworksKept...)
 	}
 	return sum
 }
@@ -98,7 +127,12 @@ func summary(sweeps []sweep, dryRun bool) string {
 	for i, s := range sweeps {
 		ons[i] = s.on
 	}
-	return total(sweeps, dryRun).String() + " on " + strings.Join(ons, ", ")
+	sum := total(sweeps, dryRun)
+	line := sum.String() + " on " + strings.Join(ons, ", ")
+	if n := sum.NetworksString(); n != "" {
+		line += "; " + n
+	}
+	return line
 }
 
 func (a *app) gcCmd() *cobra.Command {
@@ -117,8 +151,11 @@ func (a *app) gcCmd() *cobra.Command {
 grace window are killed and removed. Prints what it removed (or, with
 --dry-run, would remove), vanished (gone before the sweep removed it), kept
 (owner alive), skipped (in grace) and could not decide, each with the
-runtime it is on. Exits 1 when a sandbox could
-not be judged or removed.
+runtime it is on. Then the owner networks alike: removed once their owner
+is gone, they are past the grace window and no sandbox is on them; kept,
+with why (in grace, a sandbox on it, owner alive or undecided, a container
+still attached). Exits 1 when a sandbox or a network could not be judged
+or removed.
 
 ` + lookRuleHelp,
 		Args: cobra.NoArgs,
@@ -158,7 +195,7 @@ not be judged or removed.
 			})
 			err = joinErrors(append(errs, l.missing)...)
 			if format == "json" {
-				out := reportJSON{DryRun: dryRun, Removed: []sweptJSON{}, Vanished: []sweptJSON{}, Kept: []sweptJSON{}, Skipped: []sweptJSON{}, Errors: []sweptJSON{}, Adopted: []sweptJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
+				out := reportJSON{DryRun: dryRun, Removed: []sweptJSON{}, Vanished: []sweptJSON{}, Kept: []sweptJSON{}, Skipped: []sweptJSON{}, Errors: []sweptJSON{}, Adopted: []sweptJSON{}, NetworksRemoved: []networkJSON{}, NetworksKept: []networkJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
 				for _, s := range sweeps {
 					out.Runtimes = append(out.Runtimes, s.on)
 					out.Removed = append(out.Removed, swept(s.rep.Removed, s.on)...)
@@ -166,6 +203,8 @@ not be judged or removed.
 					out.Kept = append(out.Kept, swept(s.rep.Kept, s.on)...)
 					out.Skipped = append(out.Skipped, swept(s.rep.Skipped, s.on)...)
 					out.Adopted = append(out.Adopted, swept(s.rep.Adopted, s.on)...)
+					out.NetworksRemoved = append(out.NetworksRemoved, networksJSON(s.rep.NetworksRemoved, s.on)...)
+					out.NetworksKept = append(out.NetworksKept, networksJSON(s.rep.NetworksKept, s.on)...)
 					for _, f := range s.rep.Errors {
 						e := sweptOf(f.Sandbox, s.on)
 						e.Error = oneLine(f.Err.Error())
@@ -231,6 +270,23 @@ func writeReport(w io.Writer, sweeps []sweep, dryRun bool) {
 	for _, sw := range sweeps {
 		for _, f := range sw.rep.Errors {
 			line("error", f.Sandbox, sw.on, "\t"+oneLine(f.Err.Error()))
+		}
+	}
+	network := func(what string, n janitor.Network, on, extra string) {
+		fmt.Fprintf(tw, "%s\tnetwork %s\towner %s\tage %s\ton %s%s\n", what, n.Name, n.Owner, humanAge(n.Age), on, extra)
+	}
+	for _, sw := range sweeps {
+		for _, n := range sw.rep.NetworksRemoved {
+			network(verb, n, sw.on, "")
+		}
+	}
+	for _, sw := range sweeps {
+		for _, n := range sw.rep.NetworksKept {
+			extra := "\t(" + n.Why + ")"
+			if n.Err != nil {
+				extra += "\t" + oneLine(n.Err.Error())
+			}
+			network("kept", n, sw.on, extra)
 		}
 	}
 	tw.Flush()

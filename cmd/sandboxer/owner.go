@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,36 +23,77 @@ type ownerRun struct {
 	errs    []error
 	// missing: the runtimes of the look rule that could not be looked at.
 	missing error
+
+	// mu guards networks: the owner networks the command removed or kept
+	// (provision's EventNetworkRemoved, EventNetworkKept), on any runtime.
+	mu       sync.Mutex
+	networks []provision.Event
+}
+
+// record keeps the owner network events.
+func (r *ownerRun) record(ev provision.Event) {
+	if ev.Kind != provision.EventNetworkRemoved && ev.Kind != provision.EventNetworkKept {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.networks = append(r.networks, ev)
+}
+
+// printNetworks writes one line per owner network the command removed
+// ("removed network NAME") or left for the janitor because a container is
+// still attached ("kept network NAME (...)"), unless quiet, and returns
+// how many it removed.
+func (a *app) printNetworks(r *ownerRun) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ev := range r.networks {
+		if ev.Kind == provision.EventNetworkRemoved {
+			n++
+		}
+		if a.quiet {
+			continue
+		}
+		if ev.Kind == provision.EventNetworkRemoved {
+			fmt.Fprintf(a.io.Out, "removed network %s\n", ev.Network)
+		} else {
+			fmt.Fprintf(a.io.Out, "kept network %s (a container is still attached: the janitor removes it once it is free)\n", ev.Network)
+		}
+	}
+	return n
 }
 
 // forOwner is the body every owner command shares: it checks --owner,
 // --timeout and the provision options (usage errors, before any runtime is
 // contacted), looks at the runtimes of the look rule, and runs do with a
 // provisioner on each of them in parallel, within timeout.
-func (a *app) forOwner(cmd *cobra.Command, owner, template string, timeout time.Duration, do func(context.Context, *provision.Provisioner) ([]runtime.Container, error)) (ownerRun, error) {
+func (a *app) forOwner(cmd *cobra.Command, owner, template string, timeout time.Duration, do func(context.Context, *provision.Provisioner) ([]runtime.Container, error)) (*ownerRun, error) {
 	if owner == "" {
-		return ownerRun{}, usagef("--owner is required")
+		return nil, usagef("--owner is required")
 	}
 	if err := checkTimeout(timeout); err != nil {
-		return ownerRun{}, err
+		return nil, err
 	}
 	opts := a.provisionOptions()
 	opts.OwnerTemplate = template
 	if err := opts.Validate(); err != nil {
-		return ownerRun{}, err
+		return nil, err
 	}
 	if err := opts.ValidateOwnerID(owner); err != nil {
-		return ownerRun{}, err
+		return nil, err
 	}
 	ctx := cmd.Context()
 	l, err := a.lookAt(ctx)
 	if err != nil {
-		return ownerRun{}, err
+		return nil, err
 	}
 	defer l.Close()
-	run := ownerRun{opts: opts, targets: l.targets, got: make([][]runtime.Container, len(l.targets)), missing: l.missing}
+	run := &ownerRun{opts: opts, targets: l.targets, got: make([][]runtime.Container, len(l.targets)), missing: l.missing}
+	popts := opts
+	popts.OnEvent = run.record
 	run.errs = onEach(ctx, l.targets, timeout, func(ctx context.Context, i int, t target) error {
-		p, err := provision.New(t.RT, opts)
+		p, err := provision.New(t.RT, popts)
 		if err != nil {
 			return err
 		}

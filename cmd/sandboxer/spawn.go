@@ -42,7 +42,10 @@ type spawnReport struct {
 	// AdoptedBy is the owner whose deletion makes the runtime itself
 	// remove the sandboxes (provision.Sandbox.AdoptedBy): set when the
 	// owner existed already and the runtime adopts (Kubernetes).
-	AdoptedBy  string                `json:"adopted_by,omitempty"`
+	AdoptedBy string `json:"adopted_by,omitempty"`
+	// Network is the network the sandboxes joined (provision.Sandbox.
+	// Network): with --private, the one to attach the agent to.
+	Network    string                `json:"network,omitempty"`
 	Containers []provision.Container `json:"containers"`
 	// EnvFile is where the env was written (--env-file; an empty file when
 	// not participating); Env is the env itself when there is no file.
@@ -71,10 +74,11 @@ func (a *app) spawnCmd() *cobra.Command {
 		switchPrefix string
 		network      string
 		publish      bool
+		private      bool
 		envFile      string
 	)
 	cmd := &cobra.Command{
-		Use:   "spawn --owner ID --services-json JSON [--network NAME | --publish] [--env-file PATH]",
+		Use:   "spawn --owner ID --services-json JSON [--private | --network NAME | --publish] [--env-file PATH]",
 		Short: "The orchestrator's spawn path: the master switch and the project's list, then provision or do nothing",
 		Long: `Do what an orchestrator's spawn path does for agent ID, in one call: read
 the master switch ROBOCO_SANDBOX_DB_ENABLED from the environment
@@ -89,6 +93,8 @@ stdout carries one JSON object whatever the outcome:
    "reason": "switch_off" | "no_services"   (not_participating),
    "switch", "enabled", "services", "owner_id", "owner",
    "adopted_by"   (when the owner existed and the runtime adopts: Kubernetes),
+   "network"      (the network the sandboxes joined: with --private, the
+                   owner's internal network, to attach the agent to),
    "containers": [{"name", "id", "engine", "image", "endpoint": {"host", "port"}}],
    "env_file" (with --env-file) or "env": [{"name", "value"}] (without),
    "error": {"message", "exit_code"}         (failed)}
@@ -106,13 +112,14 @@ it): check it when the project is configured, with
 
 --env-file PATH writes the env as dotenv (for docker run --env-file), mode
 0600, and an empty file when not participating, so that the agent's
-docker run is the same command either way.`,
+docker run is the same command either way. --private, --network and
+--publish choose the network as for up.`,
 		Args: cobra.NoArgs,
 		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
 			rep := spawnReport{OwnerID: pf.owner, Containers: []provision.Container{}}
-			err := a.spawn(cmd.Context(), &rep, &pf, servicesJSON, switchPrefix, network, envFile)
+			err := a.spawn(cmd.Context(), &rep, &pf, servicesJSON, switchPrefix, network, private, envFile)
 			if err != nil {
-				rep.Status, rep.Reason, rep.AdoptedBy, rep.Containers, rep.Env, rep.EnvFile = spawnFailed, "", "", []provision.Container{}, nil, ""
+				rep.Status, rep.Reason, rep.AdoptedBy, rep.Network, rep.Containers, rep.Env, rep.EnvFile = spawnFailed, "", "", "", []provision.Container{}, nil, ""
 				rep.Error = &spawnError{Message: oneLine(err.Error()), ExitCode: exitCode(err, a.sigs.signal())}
 				_ = writeJSON(a.io.Out, rep) // the error is what counts
 			}
@@ -125,8 +132,9 @@ docker run is the same command either way.`,
 	f.StringVar(&switchPrefix, "switch-prefix", provision.DefaultSwitchPrefix, "the master switch is <prefix>_SANDBOX_DB_ENABLED")
 	f.StringVar(&network, "network", "", "sibling mode: join this network and hand out addresses on it")
 	f.BoolVar(&publish, "publish", false, "host mode (the default): publish ports on 127.0.0.1")
+	f.BoolVar(&private, "private", false, "private network mode: join the owner's internal network, publish nothing; attach the agent to the report's network")
 	f.StringVar(&envFile, "env-file", "", "write the env as dotenv to this file (mode 0600; empty when not participating) instead of into the report")
-	cmd.MarkFlagsMutuallyExclusive("network", "publish")
+	cmd.MarkFlagsMutuallyExclusive("network", "publish", "private")
 	return cmd
 }
 
@@ -135,7 +143,7 @@ docker run is the same command either way.`,
 // written nothing, no env file included (one may have been committed
 // before the report could not be written: it is removed); the caller
 // reports the failure.
-func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, servicesJSON, switchPrefix, network, envFile string) (err error) {
+func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, servicesJSON, switchPrefix, network string, private bool, envFile string) (err error) {
 	var out *envFileWriter
 	defer func() {
 		if out != nil && err != nil {
@@ -181,6 +189,7 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 		return err
 	}
 	opts.Network = network
+	opts.Private = private
 	rep.Owner = opts.OwnerName(pf.owner)
 
 	if envFile != "" {
@@ -214,7 +223,7 @@ func (a *app) spawn(ctx context.Context, rep *spawnReport, pf *provisionFlags, s
 			rep.Env = append(rep.Env, jsonVar{Name: v.Name, Value: v.Value})
 		}
 	}
-	rep.Status, rep.Containers, rep.AdoptedBy = spawnProvisioned, sb.Containers, sb.AdoptedBy
+	rep.Status, rep.Containers, rep.AdoptedBy, rep.Network = spawnProvisioned, sb.Containers, sb.AdoptedBy, sb.Network
 	if werr == nil {
 		werr = writeJSON(a.io.Out, rep)
 	}

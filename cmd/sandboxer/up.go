@@ -100,23 +100,32 @@ func (a *app) upCmd() *cobra.Command {
 		pf      provisionFlags
 		network string
 		publish bool
+		private bool
 		format  string
 		envFile string
 	)
 	cmd := &cobra.Command{
-		Use:   "up --owner ID --services LIST [--network NAME | --publish] [--format dotenv|shell|json] [--env-file PATH]",
+		Use:   "up --owner ID --services LIST [--private | --network NAME | --publish] [--format dotenv|shell|json] [--env-file PATH]",
 		Short: "Provision sandboxes for an owner and print their env",
 		Long: `Provision one sandbox per service for owner ID and print the env consumers
 read (dotenv by default; shell: export K='v' lines; json: owner, adopted_by
 when the owner existed already and the runtime adopts (Kubernetes),
-containers with names, ids and endpoints, and env).
+network, containers with names, ids and endpoints, and env). The dotenv
+and shell output end with SANDBOXER_NETWORK=<the network the sandboxes
+joined>.
 
 The sandboxes are named <label-prefix>-sandbox-<engine>-ID and owned by the
 container <label-prefix>-agent-ID (--owner-template): the janitor removes
-them once that container is gone. With --network NAME they join that network
-and the env hands out their address on it (sibling mode); otherwise
-(--publish, the default) their ports are published on 127.0.0.1 and the env
-hands out those.
+them once that container is gone. They join the owner's own network,
+sbx-<owner> (made with the owner's first sandbox, removed with its last),
+which no other container is on:
+  --publish (the default): a plain network; their ports are published on
+    127.0.0.1 and the env hands out those.
+  --private: an internal network (no route out, nothing published); the env
+    hands out their addresses on it, and the agent joins it
+    (docker network connect <network> <agent>, or docker run --network).
+  --network NAME: they join the caller's network NAME instead (no owner
+    network), and anyone on NAME reaches them.
 
 On failure nothing of this call is left running and the exit code says why
 (2 usage, 3 runtime unavailable, 4 provisioning failed).`,
@@ -136,6 +145,7 @@ On failure nothing of this call is left running and the exit code says why
 				return err
 			}
 			opts.Network = network
+			opts.Private = private
 
 			var out *envFileWriter
 			if envFile != "" {
@@ -176,9 +186,10 @@ On failure nothing of this call is left running and the exit code says why
 	f := cmd.Flags()
 	f.StringVar(&network, "network", "", "sibling mode: join this network and hand out addresses on it")
 	f.BoolVar(&publish, "publish", false, "host mode (the default): publish ports on 127.0.0.1")
+	f.BoolVar(&private, "private", false, "private network mode: join the owner's internal network, publish nothing; attach the agent to the network the output names")
 	f.StringVarP(&format, "format", "o", "dotenv", "env output: dotenv, shell or json")
 	f.StringVar(&envFile, "env-file", "", "write the env to this file (mode 0600) instead of stdout")
-	cmd.MarkFlagsMutuallyExclusive("network", "publish")
+	cmd.MarkFlagsMutuallyExclusive("network", "publish", "private")
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ func CleanupLabelled(t testing.TB, rt runtime.ContainerRuntime, selectors ...map
 
 // RemoveLabelled removes every container, in any state, that matches one
 // of selectors (label selectors, as runtime.ContainerRuntime.List takes
-// them). What it cannot list or remove fails the test: a container left
+// them), then every network that matches one (ListNetworks: the owner
+// networks carry the sandbox marker). What it cannot list or remove fails the test: a container left
 // behind is a leak.
 func RemoveLabelled(t testing.TB, rt runtime.ContainerRuntime, selectors ...map[string]string) {
 	t.Helper()
@@ -36,6 +38,23 @@ func RemoveLabelled(t testing.TB, rt runtime.ContainerRuntime, selectors ...map[
 		for _, c := range cs {
 			if err := rt.Remove(ctx, c.ID); err != nil {
 				t.Errorf("cleanup: %v", err)
+			}
+		}
+	}
+	// Then the networks the selectors match (an owner network carries the
+	// sandbox marker), once no container is left on them.
+	for _, sel := range selectors {
+		nets, err := rt.ListNetworks(ctx, sel)
+		if errors.Is(err, runtime.ErrUnsupported) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			continue
+		}
+		for _, n := range nets {
+			if err := rt.RemoveNetwork(ctx, n.Name); err != nil {
+				t.Errorf("cleanup: network %s: %v", n.Name, err)
 			}
 		}
 	}
