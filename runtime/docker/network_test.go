@@ -100,7 +100,7 @@ func TestNetworkAsTheDaemonStoresIt(t *testing.T) {
 	for _, internal := range []bool{false, true} {
 		t.Run(fmt.Sprintf("internal=%v", internal), func(t *testing.T) {
 			name := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
-			t.Cleanup(func() { _ = r.RemoveNetwork(context.Background(), name) })
+			t.Cleanup(func() { assert.NoError(t, r.RemoveNetwork(context.Background(), name), "cleanup") })
 			n, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: map[string]string{adaptertest.Label: "stored"}, Internal: internal})
 			require.NoError(t, err)
 
@@ -191,10 +191,8 @@ func TestInternalNetworkCannotReachTheHost(t *testing.T) {
 	testkit.Poll(t, 30*time.Second, 200*time.Millisecond, func() error { return neighbourFetch(t, ctx, r, img, plain, plainURL, token) },
 		"control: a container on a plain network reaches the host's listener at its gateway")
 
-	internal := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
-	in, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: internal, Labels: labels, Internal: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.RemoveNetwork(context.Background(), internal) })
+	in := testNetworkOf(t, r, runtime.NetworkSpec{Labels: labels, Internal: true})
+	internal := in.Name
 	spec := adaptertest.Sleeper(img, "sandboxer-test-int-"+adaptertest.RandomSuffix(t), labels)
 	spec.Network = internal
 	_, err = r.Run(ctx, spec)
@@ -217,7 +215,11 @@ func TestCreateNetworkRetriesAnOverlappingSubnet(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
 	foreign := "sandboxer-test-foreign-" + adaptertest.RandomSuffix(t)
-	t.Cleanup(func() { _, _ = dockerCLI(context.Background(), r, "network", "rm", foreign) })
+	t.Cleanup(func() {
+		if out, err := dockerCLI(context.Background(), r, "network", "rm", foreign); err != nil {
+			t.Errorf("cleanup: docker network rm %s: %v: %s", foreign, err, out)
+		}
+	})
 	var tried []netip.Prefix
 	r.beforeNetworkCreate = func(ctx context.Context, subnet netip.Prefix) {
 		tried = append(tried, subnet)
@@ -227,7 +229,7 @@ func TestCreateNetworkRetriesAnOverlappingSubnet(t *testing.T) {
 		}
 	}
 	name := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
-	t.Cleanup(func() { _ = r.RemoveNetwork(context.Background(), name) })
+	t.Cleanup(func() { assert.NoError(t, r.RemoveNetwork(context.Background(), name), "cleanup") })
 	n, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name})
 	require.NoError(t, err)
 	require.Len(t, tried, 2, "one retry after the overlap")
@@ -243,15 +245,12 @@ func TestRunRefusesPortsOnAnInternalNetwork(t *testing.T) {
 	ctx := adaptertest.Ctx(t)
 	img := adaptertest.Busybox(t, r)
 	labels := adaptertest.Labels(t, r)
-	internal := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
-	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: internal, Labels: labels, Internal: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.RemoveNetwork(context.Background(), internal) })
+	internal := testNetworkOf(t, r, runtime.NetworkSpec{Labels: labels, Internal: true}).Name
 
 	spec := adaptertest.Sleeper(img, "sandboxer-test-int-"+adaptertest.RandomSuffix(t), labels)
 	spec.Network = internal
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
-	_, err = r.Run(ctx, spec)
+	_, err := r.Run(ctx, spec)
 	require.ErrorIs(t, err, runtime.ErrInvalid)
 	assert.Contains(t, err.Error(), internal)
 	out, err := dockerCLI(ctx, r, "ps", "-aq", "--filter", "name=^/"+spec.Name+"$")
