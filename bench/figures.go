@@ -25,6 +25,8 @@ const (
 	FigRawOwnersOK   = "baseline: owners at once: logged in"
 	FigRawOwnersP50  = "baseline: owners at once: p50"
 	FigRawOwnersP95  = "baseline: owners at once: p95"
+	FigNetCreate     = "  owner network: create"
+	FigNetRemove     = "  owner network: remove"
 )
 
 // FigRealKept is the name of the real sweep of n sandboxes whose owner lives.
@@ -92,6 +94,8 @@ func (s *Suite) declare() {
 	add(&Figure{Name: FigTrioSeq, Unit: UnitMS, Baseline: FigTrio, Note: "three Provision calls in a row; the ratio is what parallelism buys"})
 	add(&Figure{Name: FigTeardown, Unit: UnitMS, Baseline: FigRawRemoveTrio, Target: ratio(1.05), Note: "Teardown of a ready trio (list; per sandbox: one forced remove by its ID where the runtime's IDs are never reused, else identity check, kill, identity check, remove)"})
 	add(&Figure{Name: FigRawRemoveTrio, Unit: UnitMS, Note: "runtime API remove --force of a ready trio"})
+	add(&Figure{Name: FigNetCreate, Unit: UnitMS, Note: "the runtime's CreateNetwork of an owner network, every provision of the rounds (inside the provision and trio figures)"})
+	add(&Figure{Name: FigNetRemove, Unit: UnitMS, Note: "the runtime's RemoveNetwork of an owner network with its last sandbox (inside the teardown figures)"})
 	add(&Figure{Name: FigImage, Unit: UnitMS, Baseline: FigRawImage, Target: maxMS(10), Note: "the adapter's ImageExists (what Provision asks first)"})
 	add(&Figure{Name: FigRawImage, Unit: UnitMS, Note: "runtime API image inspect"})
 	add(&Figure{Name: FigFakeKept, Unit: UnitMS, Baseline: FigFakeList, Target: maxMS(50), Note: fmt.Sprintf("%d sandboxes of %d live owners", s.FakeSweep, s.FakeSweep/2)})

@@ -263,6 +263,7 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 		s.Logger.Info("warm start: first use (template removed, then built by a provision)")
 		s.firstUse(ctx, pw)
 	}
+	s.timed.drainNetworks() // the warm-up's and the first use's: not recorded
 	for r := range s.Rounds {
 		s.Logger.Info("round", "n", r+1, "of", s.Rounds)
 		if s.wants(PartEngines) {
@@ -274,6 +275,7 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 		if s.wants(PartWarm) {
 			s.warmRound(ctx, pw, r)
 		}
+		s.networkCosts()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -404,6 +406,18 @@ func (s *Suite) notMeasured() {
 				f.NA = why
 			}
 		}
+	}
+}
+
+// networkCosts samples the owner networks' creations and removals of the
+// round that ended.
+func (s *Suite) networkCosts() {
+	creates, removes := s.timed.drainNetworks()
+	for _, d := range creates {
+		s.sample(FigNetCreate, ms(d))
+	}
+	for _, d := range removes {
+		s.sample(FigNetRemove, ms(d))
 	}
 }
 

@@ -19,6 +19,9 @@ type timedRuntime struct {
 	execs map[string][]time.Duration // by container reference
 	all   []time.Duration            // every exec, in completion order
 	runs  map[string]time.Duration   // by the ID of the container run
+	// nets are the durations of the CreateNetwork and RemoveNetwork calls
+	// that succeeded since the last drainNetworks.
+	netCreates, netRemoves []time.Duration
 }
 
 func newTimedRuntime(rt runtime.ContainerRuntime) *timedRuntime {
@@ -41,6 +44,41 @@ func (t *timedRuntime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.C
 // has one.
 func (t *timedRuntime) RemoveByID(ctx context.Context, id string) error {
 	return runtime.RemoveByID(ctx, t.ContainerRuntime, id)
+}
+
+// CreateNetwork creates the network and records how long the call took
+// (an owner network: the provisioner makes one per owner).
+func (t *timedRuntime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
+	start := time.Now()
+	n, err := t.ContainerRuntime.CreateNetwork(ctx, spec)
+	if err == nil {
+		t.mu.Lock()
+		t.netCreates = append(t.netCreates, time.Since(start))
+		t.mu.Unlock()
+	}
+	return n, err
+}
+
+// RemoveNetwork removes the network and records how long the call took.
+func (t *timedRuntime) RemoveNetwork(ctx context.Context, name string) error {
+	start := time.Now()
+	err := t.ContainerRuntime.RemoveNetwork(ctx, name)
+	if err == nil {
+		t.mu.Lock()
+		t.netRemoves = append(t.netRemoves, time.Since(start))
+		t.mu.Unlock()
+	}
+	return err
+}
+
+// drainNetworks returns the durations of the network creations and
+// removals recorded since its last call, and forgets them.
+func (t *timedRuntime) drainNetworks() (creates, removes []time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	creates, removes = t.netCreates, t.netRemoves
+	t.netCreates, t.netRemoves = nil, nil
+	return creates, removes
 }
 
 // runTime is how long the Run that made container id took.

@@ -65,6 +65,11 @@ func TestNetworksIsolatedFromANeighboursSide(t *testing.T) {
 		def, err := r.readNetwork(n.name)
 		require.NoError(t, err)
 		defs = append(defs, def)
+		// The host's routes say the subnet is taken (other adapters read
+		// them) from the creation on, before any container joins.
+		route, err := exec.Command("ip", "-4", "route", "show", got.Subnet.String()).Output()
+		require.NoError(t, err)
+		assert.Contains(t, string(route), "dev "+def.Bridge, "ip route: the bridge holds %s", got.Subnet)
 	}
 	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: plain})
 	assert.ErrorIs(t, err, runtime.ErrAlreadyExists)

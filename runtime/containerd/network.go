@@ -204,6 +204,14 @@ func (r *Runtime) createNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 		_ = r.unisolate(ctx, def)
 		return nil, fmt.Errorf("isolate the network's bridge: %w", err)
 	}
+	// The bridge with its gateway address now, not at the first join:
+	// its route tells the other adapters (and anyone reading the host's
+	// routes) that the subnet is taken.
+	if err := ensureBridge(def); err != nil {
+		_ = deleteLink(def.Bridge)
+		_ = r.unisolate(ctx, def)
+		return nil, fmt.Errorf("create bridge %s: %w", def.Bridge, err)
+	}
 	b, err := json.MarshalIndent(def, "", "  ")
 	if err != nil {
 		return nil, err
@@ -401,6 +409,43 @@ func (r *Runtime) networkUsers(ctx context.Context, name string) ([]string, erro
 		}
 	}
 	return users, nil
+}
+
+// ensureBridge creates the network's bridge, up, with the gateway address
+// on its subnet (as the CNI bridge plugin, isGateway, would make it at the
+// first join, and then finds it so).
+func ensureBridge(def *networkDef) error {
+	subnet, err := netip.ParsePrefix(def.Subnet)
+	if err != nil {
+		return err
+	}
+	gw, err := netip.ParseAddr(def.Gateway)
+	if err != nil {
+		return err
+	}
+	link, err := netlink.LinkByName(def.Bridge)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if !errors.As(err, &nf) {
+			return err
+		}
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = def.Bridge
+		if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil && !errors.Is(err, syscall.EEXIST) {
+			return err
+		}
+		if link, err = netlink.LinkByName(def.Bridge); err != nil {
+			return err
+		}
+	}
+	if _, ok := link.(*netlink.Bridge); !ok {
+		return fmt.Errorf("%s exists and is a %s, not a bridge", def.Bridge, link.Type())
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: gw.AsSlice(), Mask: net.CIDRMask(subnet.Bits(), 32)}}
+	if err := netlink.AddrReplace(link, addr); err != nil {
+		return err
+	}
+	return netlink.LinkSetUp(link)
 }
 
 // bridgePorts lists the interfaces enslaved to a bridge.

@@ -19,6 +19,19 @@
 // privileged and get no mounts besides the requested tmpfs and the image's
 // anonymous volumes, which Remove deletes with the container.
 //
+// Networks: CreateNetwork gives each network an explicit /26 of
+// sandboxer's pool (SANDBOXER_SUBNET_POOL, default 10.213.0.0/16) that
+// overlaps none of the daemon's networks nor, for a local daemon, the
+// host's routes, so that the daemon's default address pools (about 30
+// networks) are never used up. Cross-network isolation is Docker's own
+// (the DOCKER-ISOLATION chains). An internal network is Docker-internal
+// and its bridge has no IPv4 address (com.docker.network.bridge.
+// inhibit_ipv4): Internal alone only drops forwarded traffic, and on
+// 20.10 a container there still reached every host address through the
+// bridge's. Run refuses a published port on an internal network
+// (runtime.ErrInvalid), and RemoveNetwork of a network in use is
+// runtime.ErrInUse.
+//
 // Docker merges the image's labels into the container's: Inspect and List
 // report the labels of the spec exactly, plus those of the image.
 //
@@ -35,6 +48,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,6 +88,9 @@ type Runtime struct {
 	// with the attempt (from 1) and the created container's ID; an error
 	// stands for the start's.
 	beforeStart func(ctx context.Context, attempt int, id string) error
+	// beforeNetworkCreate, when set (by tests), runs before each network
+	// create of CreateNetwork with the subnet it is about to ask for.
+	beforeNetworkCreate func(ctx context.Context, subnet netip.Prefix)
 }
 
 type options struct {

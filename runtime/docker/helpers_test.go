@@ -34,8 +34,17 @@ func newTestRuntime(t *testing.T, opts ...Option) *Runtime {
 // testNetwork creates a labelled network removed at cleanup.
 func testNetwork(t *testing.T, r *Runtime, labels map[string]string) string {
 	t.Helper()
+	return testNetworkOf(t, r, runtime.NetworkSpec{Labels: labels}).Name
+}
+
+// testNetworkOf creates a network of spec (named here) removed at
+// cleanup, after the containers that carry spec.Labels.
+func testNetworkOf(t *testing.T, r *Runtime, spec runtime.NetworkSpec) runtime.Network {
+	t.Helper()
 	name := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
-	_, err := r.CreateNetwork(adaptertest.Ctx(t), runtime.NetworkSpec{Name: name, Labels: labels})
+	labels := spec.Labels
+	spec.Name = name
+	n, err := r.CreateNetwork(adaptertest.Ctx(t), spec)
 	require.NoError(t, err)
 	// Registered after adaptertest.Labels' cleanup, so it runs before it: remove
 	// the containers first, or the network is still in use.
@@ -51,5 +60,5 @@ func testNetwork(t *testing.T, r *Runtime, labels map[string]string) string {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	return name
+	return n
 }

@@ -86,6 +86,9 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 			Subnet:  subnet.String(),
 			Gateway: adapterkit.Gateway(subnet).String(),
 		}}}
+		if r.beforeNetworkCreate != nil {
+			r.beforeNetworkCreate(ctx, subnet)
+		}
 		resp, err := r.cli.NetworkCreate(ctx, spec.Name, opts)
 		if err == nil {
 			return runtime.Network{ID: resp.ID, Name: spec.Name, Labels: maps.Clone(spec.Labels), Internal: spec.Internal, Subnet: subnet}, nil

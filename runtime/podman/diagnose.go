@@ -35,7 +35,7 @@ func (r *Runtime) Diagnose(ctx context.Context) []runtime.Diagnostic {
 	var out []runtime.Diagnostic
 	if !c.svc.strictIsolation() {
 		out = append(out, runtime.Diagnostic{Check: "podman-isolation", Problem: fmt.Sprintf(
-			"Podman (libpod API %s) has no isolate=strict (Podman 4.6 and later): containers on its default network reach sandboxes on plain (host-mode) networks and are reached from them; upgrade Podman, or use private networks (--private)",
+			"Podman (libpod API %s) has no isolate=strict (Podman 4.6 and later): containers on its default network reach sandboxes on plain (host-mode) networks and are reached from them, and netavark 1.4 drops the isolation of plain networks from each other whenever the last container of an isolated network goes, until the next start; upgrade Podman and netavark, or use private networks (--private), which do not depend on it",
 			c.svc.apiVersion)})
 	}
 	if c.svc.rootless || !r.local() {

@@ -38,7 +38,8 @@ const (
 func (r *Runtime) warnLooseIsolation(ctx context.Context) {
 	r.looseIsolation.Do(func() {
 		r.opts.Logger.WarnContext(ctx, "podman: the service has no strict network isolation (Podman 4.6 / netavark 1.7 and later): "+
-			"containers on its default network can reach sandboxes on plain networks and be reached from them", "endpoint", r.endpoint)
+			"containers on its default network can reach sandboxes on plain networks and be reached from them, "+
+			"and with netavark 1.4 plain networks reach each other whenever the last container of any isolated network has gone, until the next start", "endpoint", r.endpoint)
 	})
 }
 

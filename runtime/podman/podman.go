@@ -63,7 +63,12 @@
 //     traffic only between networks that have it: containers of the
 //     default network and of a plain network reach each other (a warning,
 //     once; internal networks are not affected, they have no route either
-//     way). From 4.6 "strict" closes that.
+//     way). From 4.6 "strict" closes that. Worse, netavark 1.4 deletes
+//     FORWARD's jump to NETAVARK_ISOLATION_1 whenever the last container
+//     of any isolated network goes, although other isolated networks are
+//     still in use, and puts it back only at the next container start on
+//     one: in between, plain networks reach each other (measured, rootful
+//     and rootless). Internal networks do not depend on those rules.
 //   - An internal network is created without a gateway, so that the host
 //     has no address on it. Netavark 1.4 writes no firewall rule for it:
 //     on a host where br_netfilter sends bridged frames through FORWARD
