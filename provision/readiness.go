@@ -89,6 +89,12 @@ func (p *Provisioner) plan(ctx context.Context, s *service, target engines.Endpo
 	case p.opts.Readiness == ReadinessWire:
 		cp.mode, cp.why = ReadinessWire, "forced (readiness wire)"
 		return cp
+	case p.opts.Private:
+		// An internal network has no address on this host: a dial to a
+		// sandbox's address there reaches nothing of it, or something
+		// else entirely (another bridge of the same subnet).
+		cp.why = fmt.Sprintf("private network: %s is on an internal network, not reachable from here", hostPortOf(target))
+		return cp
 	case p.hostMode():
 		cp.mode, cp.why = ReadinessWire, "host mode: the published 127.0.0.1 port is reachable from here"
 		return cp
