@@ -29,6 +29,10 @@ type Forms struct {
 	// the grace of a process that ignores SIGTERM). Of a container that
 	// has exited they do nothing, as the port says.
 	StopRemoves bool
+	// NoNetworkSubnets: Network.Subnet is zero, because the backend's
+	// networks are records over one flat address space (a Kubernetes
+	// pod network), isolated by policy rather than by subnet.
+	NoNetworkSubnets bool
 }
 
 // FormReporter is implemented by adapters whose Forms are not the zero

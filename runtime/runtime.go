@@ -352,8 +352,9 @@ type Reconciler interface {
 // it); `sandboxer doctor` reports what it finds, so that the CLI knows no
 // adapter by name.
 type Diagnoser interface {
-	// Diagnose checks the host, quickly and without changing anything,
-	// and returns what it found wrong (nothing when all is well).
+	// Diagnose checks the host, quickly and without changing anything
+	// that outlives the call (a probe it makes, it removes), and returns
+	// what it found wrong (nothing when all is well).
 	Diagnose(ctx context.Context) []Diagnostic
 }
 

@@ -11,8 +11,10 @@
 #       (PID in build/run/podman.pid so that `down` stops only what `up`
 #       started; log in build/run/podman.log), and waits for /_ping.
 #       Prints CONTAINER_HOST=... on stdout.
-# down: stops the service if (and only if) `up` started it, and removes its
-#       socket.
+#       Also makes sure that one iptables rule is there (see same_bridge):
+#       FORWARD accepts frames bridged within one podman bridge.
+# down: stops the service if (and only if) `up` started it, removes its
+#       socket, and deletes that rule.
 # Idempotent; logs go to stderr, stdout carries KEY=VALUE lines only.
 # SANDBOXER_PODMAN_SOCK overrides the socket path.
 set -euo pipefail
@@ -42,8 +44,28 @@ write_conf() {
 	podman_registries_conf "$CONF_DIR/registries.conf"
 }
 
+# SAME_BRIDGE is the rule that lets containers of one internal Podman
+# network reach each other on this host. Netavark 1.4 writes no firewall
+# rule at all for an internal network, and here br_netfilter
+# (bridge-nf-call-iptables=1, which Kubernetes needs) sends frames bridged
+# between two veths of one bridge through FORWARD, whose policy Docker sets
+# to DROP: without it they are dropped. It accepts only frames that stay on
+# one podman bridge (physdev-is-bridged), so traffic between two networks
+# and out of them is filtered as before.
+SAME_BRIDGE=(FORWARD -i podman+ -m physdev --physdev-is-bridged
+	-m comment --comment "sandboxer: podman same-bridge" -j ACCEPT)
+
+# same_bridge add|del makes sure the rule is there, once, or is gone.
+same_bridge() {
+	case "$1" in
+	add) iptables -C "${SAME_BRIDGE[@]}" 2>/dev/null || iptables -I "${SAME_BRIDGE[@]}" ;;
+	del) while iptables -C "${SAME_BRIDGE[@]}" 2>/dev/null; do iptables -D "${SAME_BRIDGE[@]}"; done ;;
+	esac
+}
+
 up() {
 	need_pkgs "${PKGS[@]}"
+	same_bridge add
 	mkdir -p build/run "$(dirname "$SOCK")"
 	# CONTAINER_HOST in the environment would turn the service into a
 	# remote client of itself.
@@ -61,6 +83,7 @@ up)
 	;;
 down)
 	podman_unserve podman "$SOCK" "$PIDFILE"
+	same_bridge del
 	;;
 *) echo "usage: $0 up|down" >&2; exit 2 ;;
 esac

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +49,9 @@ func (f footprint) empty() bool {
 	return len(f.NAT)+len(f.Filter)+len(f.IPs)+len(f.Veths)+len(f.CNIResults) == 0
 }
 
+// ipv4Re finds the IPv4 addresses of a line.
+var ipv4Re = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+
 // dnatChain is portmap's DNAT chain of a container on a network
 // (utils.FormatChainName("DN-", network, id) of the CNI plugins: "CNI-DN-"
 // and the SHA-512 of network+id, cut to iptables' 28 characters).
@@ -58,9 +63,17 @@ func dnatChain(network, id string) string {
 // footprintOf reads the footprint of container id on network def.
 func footprintOf(t *testing.T, r *Runtime, def *networkDef, id string) footprint {
 	t.Helper()
-	subnet := strings.TrimSuffix(def.Subnet, "0/24") // "10.213.N."
+	subnet := netip.MustParsePrefix(def.Subnet)
+	inSubnet := func(line string) bool {
+		for _, a := range ipv4Re.FindAllString(line, -1) {
+			if addr, err := netip.ParseAddr(a); err == nil && subnet.Contains(addr) {
+				return true
+			}
+		}
+		return false
+	}
 	mine := func(line string) bool {
-		return strings.Contains(line, `"`+id+`"`) || strings.Contains(line, " "+subnet) ||
+		return strings.Contains(line, `"`+id+`"`) || inSubnet(line) ||
 			strings.Contains(line, def.Bridge) || strings.Contains(line, dnatChain(def.Name, id))
 	}
 	rules := func(args ...string) []string {

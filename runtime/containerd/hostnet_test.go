@@ -6,18 +6,28 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
-func TestSubnetPoolHoldsEverySubnetTheAdapterPicks(t *testing.T) {
-	pool := SubnetPool()
-	assert.Equal(t, "10.213.0.0/16", pool.String())
+func TestSubnetPoolIsSandboxersPool(t *testing.T) {
+	t.Setenv(adapterkit.SubnetPoolEnv, "")
+	assert.Equal(t, "10.213.0.0/16", SubnetPool().String())
+	t.Setenv(adapterkit.SubnetPoolEnv, "10.99.16.0/20")
+	assert.Equal(t, "10.99.16.0/20", SubnetPool().String(), "the one knob moves the sweep's pool too")
+	t.Setenv(adapterkit.SubnetPoolEnv, "nonsense")
+	assert.Equal(t, "10.213.0.0/16", SubnetPool().String())
+}
 
-	subnet, gateway, err := freeSubnet(nil)
+func TestTakenSubnetsHoldTheHostsAddressesAndTheAdaptersNetworks(t *testing.T) {
+	taken := takenSubnets([]*networkDef{{Subnet: "10.213.7.64/26"}})
+	assert.Contains(t, taken, netip.MustParsePrefix("10.213.7.64/26"))
+	assert.Contains(t, taken, netip.MustParsePrefix("127.0.0.1/32"), "the loopback address is the host's")
+	sub, err := adapterkit.FreeSubnet(SubnetPool(), "x", taken)
 	require.NoError(t, err)
-	s, err := netip.ParsePrefix(subnet.String())
-	require.NoError(t, err)
-	assert.True(t, pool.Overlaps(s) && s.Bits() >= pool.Bits(), "subnet %s outside the pool %s", s, pool)
-	assert.True(t, pool.Contains(netip.MustParseAddr(gateway.String())), "gateway %s outside the pool %s", gateway, pool)
+	for _, p := range taken {
+		assert.False(t, p.Overlaps(sub), "%s overlaps %s", sub, p)
+	}
 }
 
 func TestOwnsBridge(t *testing.T) {

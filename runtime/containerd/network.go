@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +24,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 const (
@@ -34,13 +37,6 @@ const (
 	// ifPrefix names the container's interfaces: eth0 for its network.
 	ifPrefix = "eth"
 )
-
-// subnetPool is where networks get their /24s: clear of docker0's
-// 172.17.0.0/16, Docker's other default pools (172.18-31/16,
-// 192.168.0.0/16) and Podman's 10.88.0.0/16.
-var subnetPool = netip4(10, 213, 0, 0)
-
-func netip4(a, b, c, d byte) net.IP { return net.IPv4(a, b, c, d).To4() }
 
 // validNetworkName is what Docker accepts, and safe as a file name.
 var validNetworkName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
@@ -55,6 +51,9 @@ type networkDef struct {
 	Gateway string            `json:"gateway"`
 	Labels  map[string]string `json:"labels,omitempty"`
 	Created time.Time         `json:"created"`
+	// Internal is NetworkSpec.Internal: no route out of the bridge (see
+	// isolationRules), no published ports.
+	Internal bool `json:"internal,omitempty"`
 }
 
 func (r *Runtime) networksDir() string { return filepath.Join(r.stateDir, "networks") }
@@ -130,9 +129,11 @@ func lockDir(ctx context.Context, dir string, wait bool) (func(), error) {
 // lock of dir held and starts to wait for it.
 var testHookLockWait func(dir string)
 
-// CreateNetwork creates a bridge network with a /24 of its own from
-// 10.213.0.0/16 and a bridge named sbx-<hash of the name>. The definition
-// is a file of the state dir; the bridge itself appears when the first
+// CreateNetwork creates a bridge network with a /26 of its own from
+// sandboxer's subnet pool (adapterkit.SubnetPool: SANDBOXER_SUBNET_POOL)
+// and a bridge named sbx-<hash of the name>, and installs the adapter's
+// isolation rules for that bridge (see isolationRules). The definition is
+// a file of the state dir; the bridge itself appears when the first
 // container joins. A name that is taken is ErrAlreadyExists.
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
 	const op = runtime.OpCreateNetwork
@@ -140,16 +141,32 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	if err := r.ready(ctx, op, spec.Name); err != nil {
 		return runtime.Network{}, err
 	}
-	def, err := r.createNetwork(spec)
+	def, err := r.createNetwork(ctx, spec)
 	if err != nil {
 		return runtime.Network{}, r.wrap(op, spec.Name, err)
 	}
-	return runtime.Network{ID: def.ID, Name: def.Name}, nil
+	return def.network(), nil
 }
 
-func (r *Runtime) createNetwork(spec runtime.NetworkSpec) (*networkDef, error) {
+// network is the definition in the port's terms.
+func (def *networkDef) network() runtime.Network {
+	n := runtime.Network{ID: def.ID, Name: def.Name, Internal: def.Internal, Labels: map[string]string{}}
+	for k, v := range def.Labels {
+		n.Labels[k] = v
+	}
+	if p, err := netip.ParsePrefix(def.Subnet); err == nil {
+		n.Subnet = p
+	}
+	return n
+}
+
+func (r *Runtime) createNetwork(ctx context.Context, spec runtime.NetworkSpec) (*networkDef, error) {
 	if !validNetworkName.MatchString(spec.Name) {
-		return nil, fmt.Errorf("invalid network name %q (want %s)", spec.Name, validNetworkName)
+		return nil, fmt.Errorf("invalid network name %q (want %s): %w", spec.Name, validNetworkName, runtime.ErrInvalid)
+	}
+	pool, err := adapterkit.SubnetPool(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", runtime.ErrInvalid, err)
 	}
 	unlock, err := r.lockNetworks()
 	if err != nil {
@@ -163,7 +180,7 @@ func (r *Runtime) createNetwork(spec runtime.NetworkSpec) (*networkDef, error) {
 	if err != nil {
 		return nil, err
 	}
-	subnet, gateway, err := freeSubnet(defs)
+	subnet, err := adapterkit.FreeSubnet(pool, spec.Name, takenSubnets(defs))
 	if err != nil {
 		return nil, err
 	}
@@ -172,13 +189,20 @@ func (r *Runtime) createNetwork(spec runtime.NetworkSpec) (*networkDef, error) {
 		return nil, err
 	}
 	def := &networkDef{
-		Name:    spec.Name,
-		ID:      hex.EncodeToString(id),
-		Bridge:  bridgeName(spec.Name),
-		Subnet:  subnet.String(),
-		Gateway: gateway.String(),
-		Labels:  spec.Labels,
-		Created: time.Now().UTC(),
+		Name:     spec.Name,
+		ID:       hex.EncodeToString(id),
+		Bridge:   bridgeName(spec.Name),
+		Subnet:   subnet.String(),
+		Gateway:  adapterkit.Gateway(subnet).String(),
+		Labels:   spec.Labels,
+		Created:  time.Now().UTC(),
+		Internal: spec.Internal,
+	}
+	// The rules first: a definition on disk always has its rules (or a
+	// removal that failed half-way, which RemoveNetwork finishes).
+	if err := r.isolate(ctx, def); err != nil {
+		_ = r.unisolate(ctx, def)
+		return nil, fmt.Errorf("isolate the network's bridge: %w", err)
 	}
 	b, err := json.MarshalIndent(def, "", "  ")
 	if err != nil {
@@ -192,6 +216,45 @@ func (r *Runtime) createNetwork(spec runtime.NetworkSpec) (*networkDef, error) {
 		return nil, err
 	}
 	return def, nil
+}
+
+// takenSubnets are the subnets a new network must not overlap: the
+// adapter's other networks', and every destination of the host's IPv4
+// routes and address of its interfaces (another runtime's bridges, the
+// host's own networks).
+func takenSubnets(defs []*networkDef) []netip.Prefix {
+	var taken []netip.Prefix
+	for _, d := range defs {
+		if p, err := netip.ParsePrefix(d.Subnet); err == nil {
+			taken = append(taken, p)
+		}
+	}
+	if routes, err := netlink.RouteList(nil, netlink.FAMILY_V4); err == nil {
+		for _, rt := range routes {
+			if rt.Dst == nil {
+				continue // the default route
+			}
+			if p, ok := prefixOf(rt.Dst); ok && p.Bits() > 0 {
+				taken = append(taken, p)
+			}
+		}
+	}
+	for _, a := range hostAddresses() {
+		if addr, ok := netip.AddrFromSlice(a); ok {
+			taken = append(taken, netip.PrefixFrom(addr.Unmap(), 32))
+		}
+	}
+	return taken
+}
+
+// prefixOf converts a net.IPNet.
+func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
+	addr, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(addr.Unmap(), ones).Masked(), true
 }
 
 // bridgeName is sbx- and 8 hex digits of the network name's hash: unique
@@ -243,35 +306,6 @@ func (r *Runtime) readNetwork(name string) (*networkDef, error) {
 	return &def, nil
 }
 
-// freeSubnet picks the first /24 of the pool that no network definition
-// holds and no address of this host falls in.
-func freeSubnet(defs []*networkDef) (*net.IPNet, net.IP, error) {
-	taken := map[string]bool{}
-	for _, d := range defs {
-		taken[d.Subnet] = true
-	}
-	hostNets := hostAddresses()
-	for i := 0; i < 256; i++ {
-		ip := netip4(subnetPool[0], subnetPool[1], byte(i), 0)
-		subnet := &net.IPNet{IP: ip, Mask: net.CIDRMask(24, 32)}
-		if taken[subnet.String()] {
-			continue
-		}
-		inUse := false
-		for _, a := range hostNets {
-			if subnet.Contains(a) {
-				inUse = true
-				break
-			}
-		}
-		if inUse {
-			continue
-		}
-		return subnet, netip4(ip[0], ip[1], ip[2], 1), nil
-	}
-	return nil, nil, fmt.Errorf("no free /24 left in %s/16", subnetPool)
-}
-
 // hostAddresses lists the IPv4 addresses of the host's interfaces.
 func hostAddresses() []net.IP {
 	addrs, err := net.InterfaceAddrs()
@@ -287,9 +321,11 @@ func hostAddresses() []net.IP {
 	return ips
 }
 
-// RemoveNetwork deletes a network's definition, its IP allocations and its
-// bridge. A network that containers are still attached to is refused; an
-// absent network is not an error.
+// RemoveNetwork deletes a network's isolation rules, IP allocations,
+// bridge and definition. A network that a container still uses (one of
+// this namespace's containers names it, or an interface is on its bridge)
+// is refused with ErrInUse and left as it was; an absent network is not an
+// error.
 func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	const op = runtime.OpRemoveNetwork
 	ctx = r.ctx(ctx)
@@ -312,10 +348,20 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 		return nil
 	}
 	if ports := bridgePorts(def.Bridge); len(ports) > 0 {
-		return fail(op, name, nil, "network %s is in use: %d interface(s) on bridge %s", name, len(ports), def.Bridge)
+		return fail(op, name, runtime.ErrInUse, "network %s is in use: %d interface(s) on bridge %s", name, len(ports), def.Bridge)
+	}
+	users, err := r.networkUsers(ctx, name)
+	if err != nil {
+		return r.wrap(op, name, err)
+	}
+	if len(users) > 0 {
+		return fail(op, name, runtime.ErrInUse, "network %s is in use by container(s) %s", name, strings.Join(users, ", "))
 	}
 	if err := deleteLink(def.Bridge); err != nil {
 		return r.wrap(op, name, fmt.Errorf("delete bridge %s: %w", def.Bridge, err))
+	}
+	if err := r.unisolate(ctx, def); err != nil {
+		return r.wrap(op, name, fmt.Errorf("delete the isolation rules: %w", err))
 	}
 	if err := os.RemoveAll(filepath.Join(r.ipamDir(), name)); err != nil {
 		return r.wrap(op, name, err)
@@ -324,6 +370,37 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 		return r.wrap(op, name, err)
 	}
 	return nil
+}
+
+// networkUsers lists the containers of the adapter's namespace, in any
+// state, whose record names the network, and those holding a network
+// lease on it (an attach under way).
+func (r *Runtime) networkUsers(ctx context.Context, name string) ([]string, error) {
+	cs, err := r.client.ContainerService().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var users []string
+	for _, c := range cs {
+		rec, err := recordOf(c)
+		if err != nil {
+			continue // not the adapter's
+		}
+		if rec.Network == name {
+			users = append(users, c.ID)
+		}
+	}
+	ids, err := r.leasedContainers(r.namespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		l, err := r.readLease(r.namespace, id)
+		if err == nil && l != nil && l.Network == name && !slices.Contains(users, id) {
+			users = append(users, id)
+		}
+	}
+	return users, nil
 }
 
 // bridgePorts lists the interfaces enslaved to a bridge.
@@ -365,7 +442,7 @@ func (r *Runtime) network(op, object, name string) (*networkDef, error) {
 	if name != DefaultNetwork {
 		return nil, fail(op, object, runtime.ErrNotFound, "network %q not found", name)
 	}
-	def, err = r.createNetwork(runtime.NetworkSpec{Name: name})
+	def, err = r.createNetwork(context.Background(), runtime.NetworkSpec{Name: name})
 	if errors.Is(err, runtime.ErrAlreadyExists) {
 		// Another process created it meanwhile.
 		def, err = r.readNetwork(name)
@@ -438,6 +515,9 @@ type attachment struct {
 // veth and took an address), or that outlives the caller's context, is
 // undone (CNI DEL) before attach returns.
 func (r *Runtime) attach(ctx context.Context, id string, pid uint32, def *networkDef, ports []runtime.PortSpec) (*attachment, error) {
+	if err := r.ensureIsolated(ctx, def); err != nil {
+		return nil, fmt.Errorf("isolate network %s: %w", def.Name, err)
+	}
 	conflist, err := r.conflist(def, len(ports) > 0)
 	if err != nil {
 		return nil, err
@@ -600,7 +680,35 @@ func portMappings(ports []runtime.PortBinding) []cni.PortMapping {
 	return out
 }
 
-// ListNetworks is not implemented yet (issue 25).
+// ListNetworks returns the networks the adapter created (its default
+// network aside) whose labels hold every pair of selector, from their
+// definitions in the state dir.
 func (r *Runtime) ListNetworks(ctx context.Context, selector map[string]string) ([]runtime.Network, error) {
-	return nil, r.wrap(runtime.OpListNetworks, "", runtime.ErrUnsupported)
+	const op = runtime.OpListNetworks
+	ctx = r.ctx(ctx)
+	if err := r.ready(ctx, op, ""); err != nil {
+		return nil, err
+	}
+	defs, err := r.readNetworks()
+	if err != nil {
+		return nil, r.wrap(op, "", err)
+	}
+	out := []runtime.Network{}
+	for _, def := range defs {
+		if def.Name == DefaultNetwork || !matches(def.Labels, selector) {
+			continue
+		}
+		out = append(out, def.network())
+	}
+	return out, nil
+}
+
+// matches tells whether labels hold every pair of selector.
+func matches(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }

@@ -93,6 +93,17 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	} else if !cerrdefs.IsNotFound(err) {
 		return nil, nil, r.wrap(op, obj, err)
 	}
+	network := spec.Network
+	if network == "" {
+		network = DefaultNetwork
+	}
+	def, err := r.network(op, obj, network)
+	if err != nil {
+		return nil, nil, err
+	}
+	if def.Internal && len(ports) > 0 {
+		return nil, nil, fail(op, obj, runtime.ErrInvalid, "network %s is internal: no port can be published from it", network)
+	}
 	img, err := r.image(ctx, op, obj, spec.Image)
 	if err != nil {
 		return nil, nil, err
@@ -100,13 +111,6 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	imgSpec, err := img.Spec(ctx)
 	if err != nil {
 		return nil, nil, r.wrap(op, obj, fmt.Errorf("image %q: config: %w", spec.Image, err))
-	}
-	network := spec.Network
-	if network == "" {
-		network = DefaultNetwork
-	}
-	if _, err := r.network(op, obj, network); err != nil {
-		return nil, nil, err
 	}
 
 	// Everything below is made under a lease, so that the garbage

@@ -35,6 +35,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,9 @@ type Runtime struct {
 	// with the attempt (from 1) and the created container's ID; an error
 	// stands for the start's.
 	beforeStart func(ctx context.Context, attempt int, id string) error
+	// beforeNetworkCreate, when set (by tests), runs before each network
+	// create of CreateNetwork with the subnet it is about to ask for.
+	beforeNetworkCreate func(ctx context.Context, subnet netip.Prefix)
 }
 
 type options struct {

@@ -49,6 +49,10 @@ func unreachable(err error) bool {
 // the message tells which.
 func classify(op string, err error) error {
 	switch {
+	case op == runtime.OpRemoveNetwork && (cerrdefs.IsPermissionDenied(err) || cerrdefs.IsConflict(err)):
+		// 20.10 answers a network with endpoints left with a 403 ("has
+		// active endpoints"); a conflict is the same refusal.
+		return runtime.ErrInUse
 	case cerrdefs.IsNotFound(err):
 		if adapterkit.CreatesContainer(op) && isMissingImage(err) || adapterkit.ReadsImage(op) {
 			return runtime.ErrImageNotFound

@@ -50,6 +50,9 @@ func TestTranslate(t *testing.T) {
 		{name: "ConflictOnRunIsAlreadyExists", op: runtime.OpRun, err: conflict, wantKind: runtime.ErrAlreadyExists},
 		{name: "ConflictOnCreateIsAlreadyExists", op: runtime.OpCreate, err: conflict, wantKind: runtime.ErrAlreadyExists},
 		{name: "ConflictOnNetworkCreateIsAlreadyExists", op: runtime.OpCreateNetwork, err: cerrdefs.ErrConflict.WithMessage("network with name n1 already exists"), wantKind: runtime.ErrAlreadyExists},
+		{name: "ActiveEndpointsOnNetworkRemoveIsInUse", op: runtime.OpRemoveNetwork, err: cerrdefs.ErrPermissionDenied.WithMessage("error while removing network: network n1 id 0123 has active endpoints"), wantKind: runtime.ErrInUse},
+		{name: "ConflictOnNetworkRemoveIsInUse", op: runtime.OpRemoveNetwork, err: cerrdefs.ErrConflict.WithMessage("network n1 has active endpoints"), wantKind: runtime.ErrInUse},
+		{name: "ForbiddenElsewhereIsUnclassified", op: runtime.OpCreateNetwork, err: cerrdefs.ErrPermissionDenied.WithMessage("Pool overlaps with other one on this address space"), wantKind: nil},
 		{name: "AlreadyExistsOnRun", op: runtime.OpRun, err: cerrdefs.ErrAlreadyExists, wantKind: runtime.ErrAlreadyExists},
 		{name: "ConflictOnExecIsUnclassified", op: runtime.OpExec, err: cerrdefs.ErrConflict.WithMessage("Container c1 is not running"), wantKind: nil, wantMsg: []string{"is not running"}},
 		{name: "ConnectionFailed", op: runtime.OpList, err: connectionFailed(t, endpoint), wantKind: runtime.ErrUnavailable, wantMsg: []string{endpoint}},
@@ -64,7 +67,7 @@ func TestTranslate(t *testing.T) {
 		{name: "UnknownIsUnclassified", op: runtime.OpRemove, err: errors.New("boom"), wantKind: nil, wantMsg: []string{"docker: remove c1: boom"}},
 		{name: "AlreadyTranslatedIsKept", op: runtime.OpInspect, err: already, wantKind: runtime.ErrUnsupported, wantMsg: []string{"docker: run c1"}},
 	}
-	kinds := []error{runtime.ErrNotFound, runtime.ErrAlreadyExists, runtime.ErrUnavailable, runtime.ErrImageNotFound, runtime.ErrUnsupported}
+	kinds := []error{runtime.ErrNotFound, runtime.ErrAlreadyExists, runtime.ErrUnavailable, runtime.ErrImageNotFound, runtime.ErrUnsupported, runtime.ErrInUse}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := translate(endpoint, tc.op, "c1", tc.err)

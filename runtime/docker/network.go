@@ -2,33 +2,145 @@ package docker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
-// CreateNetwork creates a bridge network with spec's labels. A name that is
-// already taken is runtime.ErrAlreadyExists (the client asks pre-1.44
-// daemons, which would otherwise accept duplicate names, to check).
+const (
+	// maxSubnetAttempts bounds how many subnets CreateNetwork tries when
+	// the daemon says the one it picked overlaps another network's (one
+	// made between the list and the create).
+	maxSubnetAttempts = 8
+	// inhibitIPv4 is the bridge driver's option that leaves the bridge
+	// without an IPv4 address. An internal network gets it: Docker's
+	// Internal alone only drops forwarded traffic, and the host answers a
+	// container on its bridge's address, and through it (the container
+	// keeps a default route via the gateway) on every other address of
+	// the host. Without an address on the bridge the host is not on the
+	// network at all: "no route to host" from inside.
+	inhibitIPv4 = "com.docker.network.bridge.inhibit_ipv4"
+)
+
+// predefined are the networks every daemon has, which are the runtime's
+// and never the adapter's.
+var predefined = []string{network.NetworkBridge, network.NetworkHost, network.NetworkNone}
+
+// CreateNetwork creates a bridge network with spec's labels and a /26 of
+// sandboxer's pool (adapterkit.SubnetPool) that none of the daemon's
+// networks and, for a local daemon, none of the host's routes overlap;
+// when the daemon says it overlaps anyway (a concurrent create took it),
+// the next free one is tried, a bounded number of times. spec.Internal
+// makes it Docker-internal (no NAT, no forwarding out) with no address of
+// the host's on it (inhibitIPv4). A name that is already taken is
+// runtime.ErrAlreadyExists (the client asks pre-1.44 daemons, which would
+// otherwise accept duplicate names, to check).
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
-	if err := r.negotiate(ctx, runtime.OpCreateNetwork, spec.Name); err != nil {
+	const op = runtime.OpCreateNetwork
+	pool, err := adapterkit.SubnetPool(nil)
+	if err != nil {
+		return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrInvalid, err)
+	}
+	if err := r.negotiate(ctx, op, spec.Name); err != nil {
 		return runtime.Network{}, err
 	}
-	resp, err := r.cli.NetworkCreate(ctx, spec.Name, network.CreateOptions{
-		Driver: "bridge",
-		Labels: maps.Clone(spec.Labels),
-	})
+	existing, err := r.cli.NetworkList(ctx, network.ListOptions{})
 	if err != nil {
-		return runtime.Network{}, r.wrap(runtime.OpCreateNetwork, spec.Name, err)
+		return runtime.Network{}, r.wrap(op, spec.Name, err)
 	}
-	return runtime.Network{ID: resp.ID, Name: spec.Name}, nil
+	var taken []netip.Prefix
+	for _, n := range existing {
+		if n.Name == spec.Name {
+			return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrAlreadyExists, errors.New("a network of that name exists"))
+		}
+		taken = append(taken, subnets(n.IPAM)...)
+	}
+	if r.local() {
+		taken = append(taken, adapterkit.HostRoutes()...)
+	}
+	opts := network.CreateOptions{
+		Driver:   "bridge",
+		Internal: spec.Internal,
+		Labels:   maps.Clone(spec.Labels),
+	}
+	if spec.Internal {
+		opts.Options = map[string]string{inhibitIPv4: "true"}
+	}
+	for attempt := 1; ; attempt++ {
+		subnet, err := adapterkit.FreeSubnet(pool, spec.Name, taken)
+		if err != nil {
+			return runtime.Network{}, runtime.NewError(Name, op, spec.Name, nil, err)
+		}
+		opts.IPAM = &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{
+			Subnet:  subnet.String(),
+			Gateway: adapterkit.Gateway(subnet).String(),
+		}}}
+		if r.beforeNetworkCreate != nil {
+			r.beforeNetworkCreate(ctx, subnet)
+		}
+		resp, err := r.cli.NetworkCreate(ctx, spec.Name, opts)
+		if err == nil {
+			return runtime.Network{ID: resp.ID, Name: spec.Name, Labels: maps.Clone(spec.Labels), Internal: spec.Internal, Subnet: subnet}, nil
+		}
+		// The daemon answers an overlapping pool with 403 ("Pool overlaps
+		// with other one on this address space").
+		if !cerrdefs.IsPermissionDenied(err) || attempt == maxSubnetAttempts {
+			return runtime.Network{}, r.wrap(op, spec.Name, fmt.Errorf("subnet %s: %w", subnet, err))
+		}
+		r.log.DebugContext(ctx, "docker: subnet taken, trying another", "network", spec.Name, "subnet", subnet, "error", err)
+		taken = append(taken, subnet)
+	}
+}
+
+// ListNetworks returns the daemon's networks whose labels contain every
+// pair of selector (the daemon filters, runtime.MatchLabels checks again),
+// never the daemon's predefined ones (bridge, host, none).
+func (r *Runtime) ListNetworks(ctx context.Context, selector map[string]string) ([]runtime.Network, error) {
+	const op = runtime.OpListNetworks
+	obj := adapterkit.SelectorString(selector)
+	if err := r.negotiate(ctx, op, obj); err != nil {
+		return nil, err
+	}
+	f := filters.NewArgs()
+	for k, v := range selector {
+		f.Add("label", k+"="+v)
+	}
+	listed, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		return nil, r.wrap(op, obj, err)
+	}
+	out := make([]runtime.Network, 0, len(listed))
+	for _, n := range listed {
+		if slices.Contains(predefined, n.Name) || !runtime.MatchLabels(n.Labels, selector) {
+			continue
+		}
+		var subnet netip.Prefix
+		if s := subnets(n.IPAM); len(s) > 0 {
+			subnet = s[0]
+		}
+		labels := n.Labels
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		out = append(out, runtime.Network{ID: n.ID, Name: n.Name, Labels: labels, Internal: n.Internal, Subnet: subnet})
+	}
+	return out, nil
 }
 
 // RemoveNetwork deletes a network by name or ID; an absent network is not
-// an error.
+// an error. A network with a container on it is runtime.ErrInUse, and the
+// daemon leaves it as it was.
 func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	if err := r.negotiate(ctx, runtime.OpRemoveNetwork, name); err != nil {
 		return err
@@ -39,7 +151,49 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	return nil
 }
 
-// ListNetworks is not implemented yet (issue 25).
-func (r *Runtime) ListNetworks(ctx context.Context, selector map[string]string) ([]runtime.Network, error) {
-	return nil, r.wrap(runtime.OpListNetworks, "", runtime.ErrUnsupported)
+// internalNetwork reports whether the named network is internal; a
+// network the daemon does not know is not (the create that follows says
+// it is not found).
+func (r *Runtime) internalNetwork(ctx context.Context, op, name string) (bool, error) {
+	n, err := r.cli.NetworkInspect(ctx, name, network.InspectOptions{})
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, r.wrap(op, name, err)
+	}
+	return n.Internal, nil
+}
+
+// subnets returns the IPv4 subnets of an IPAM configuration.
+func subnets(ipam network.IPAM) []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range ipam.Config {
+		if p, err := netip.ParsePrefix(c.Subnet); err == nil && p.Addr().Is4() {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// local reports whether the daemon shares this host's network (a unix
+// socket, or TCP to a loopback address), so that the host's routes are
+// its routes too.
+func (r *Runtime) local() bool {
+	u, err := url.Parse(r.endpoint)
+	if err != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "unix", "npipe":
+		return true
+	case "tcp", "http", "https":
+		host := u.Hostname()
+		if host == "localhost" {
+			return true
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
 }

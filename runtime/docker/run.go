@@ -97,6 +97,18 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	if err := r.negotiate(ctx, op, obj); err != nil {
 		return "", err
 	}
+	if spec.Network != "" && len(spec.Ports) > 0 {
+		// An internal network has no route out: a published port there
+		// would be a promise the network does not keep.
+		internal, err := r.internalNetwork(ctx, op, spec.Network)
+		if err != nil {
+			return "", err
+		}
+		if internal {
+			return "", runtime.NewError(Name, op, obj, runtime.ErrInvalid,
+				fmt.Errorf("network %q is internal: no port can be published from it", spec.Network))
+		}
+	}
 	cfg, hostCfg, netCfg := containerConfig(spec)
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, netCfg, nil, spec.Name)
 	if err != nil {

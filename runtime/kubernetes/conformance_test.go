@@ -55,7 +55,29 @@ func TestConformance(t *testing.T) {
 		OwnIDs:       cl.sandboxIDs,
 		// Every pod's UID (Container.ID), from the test's own clientset.
 		ContainerIDs: cl.podUIDs,
+		Gaps:         networkGaps,
 	})
+}
+
+// noEnforcer is why the test cluster's pods cross networks: each network
+// has its NetworkPolicy (TestNetworkIsARecordAndAPolicy reads it), but
+// nothing applies it.
+const noEnforcer = "the test cluster (hack/env/kubernetes.sh) runs the bridge CNI and no NetworkPolicy enforcer, so the network's NetworkPolicy is never applied (doctor warns: TestDiagnoseWarnsExactlyWhenNetworkPolicyIsNotEnforced); a policy controller beside the bridge CNI (kube-router's, issue 25) closes it"
+
+// networkGaps are the isolation semantics this row cannot hold yet: each
+// subtest asserts that the forbidden connection does succeed, so that the
+// day an enforcer runs, the entry must go.
+var networkGaps = map[string]string{
+	"NetworksAreIsolated/NetworkToOtherNetwork": noEnforcer,
+	"NetworksAreIsolated/OtherNetworkToNetwork": noEnforcer,
+	"NetworksAreIsolated/DefaultToNetwork":      noEnforcer,
+	// Not only the enforcer: a plain network's policy leaves its pods'
+	// egress unrestricted (their route out), and a pod on the cluster's
+	// pod network has no policy of its own, so even an enforcing cluster
+	// lets this connection through.
+	"NetworksAreIsolated/NetworkToDefault":        noEnforcer + "; and a plain network's policy leaves egress unrestricted while a pod on the cluster's own pod network has no policy, so an enforcer alone does not close this one",
+	"InternalNetworkHasNoRouteOut/HostAddresses":  noEnforcer,
+	"InternalNetworkHasNoRouteOut/DefaultNetwork": noEnforcer,
 }
 
 // podUIDs lists the UID of every pod of the namespace.
@@ -115,6 +137,8 @@ func (cl *cluster) runtime(t testing.TB, opts ...kubernetes.Option) *kubernetes.
 	t.Helper()
 	r, err := kubernetes.New(append([]kubernetes.Option{
 		kubernetes.WithKubeconfig(cl.kubeconfig), kubernetes.WithNamespace(cl.namespace), kubernetes.WithNode(cl.node),
+		// Doctor's NetworkPolicy probe: the offline busybox stand-in.
+		kubernetes.WithProbeImage(testenv.Getenv("SANDBOXER_IMAGE_BUSYBOX")),
 	}, opts...)...)
 	if err != nil {
 		testenv.Unavailable(t, kubernetes.Name, "%v", err)

@@ -127,10 +127,16 @@ func (r *Runtime) listPods(ctx context.Context, selector map[string]string) ([]c
 // matches reports whether pod's labels, as the caller set them, contain
 // every pair of selector.
 func matches(p *corev1.Pod, selector map[string]string) bool {
+	return matchesMeta(p.ObjectMeta, selector)
+}
+
+// matchesMeta reports whether an object's labels, as the caller set them,
+// contain every pair of selector.
+func matchesMeta(meta metav1.ObjectMeta, selector map[string]string) bool {
 	if len(selector) == 0 {
 		return true
 	}
-	got := joinLabels(p.ObjectMeta)
+	got := joinLabels(meta)
 	for k, v := range selector {
 		if g, ok := got[k]; !ok || g != v {
 			return false

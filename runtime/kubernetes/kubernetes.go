@@ -47,10 +47,13 @@
 //     container's exit code, and OOMKilled from its terminated reason.
 //   - Networks: a cluster's pod network is flat. CreateNetwork records a
 //     network as a labelled ConfigMap ("sandboxer-network.<name>"), so that
-//     names are unique; a pod joins it by a label, and Container.Networks
-//     maps it (and DefaultNetwork, for every pod) to the pod IP. Nothing
-//     isolates one network from another without a NetworkPolicy-enforcing
-//     CNI.
+//     names are unique, and isolates it with a NetworkPolicy of the same
+//     name owned by the ConfigMap (ingress only from the network's pods;
+//     an internal one's egress only to them); a pod joins it by a label,
+//     and Container.Networks maps it (and DefaultNetwork, for every pod)
+//     to the pod IP. A policy isolates only where the cluster's network
+//     plugin enforces NetworkPolicy: Diagnose probes that (its image:
+//     WithProbeImage, SANDBOXER_K8S_PROBE_IMAGE).
 //   - Stop and Kill cannot keep a pod: Stop deletes a running pod with
 //     gracePeriodSeconds = grace (SIGTERM, then SIGKILL after grace) and
 //     waits until it is gone; Kill deletes it with grace 0 and waits; of
@@ -142,6 +145,8 @@ type Runtime struct {
 	// uids: the pods' names by UID, as the last lists saw them
 	// (RemoveByID).
 	uids uidNames
+	// probeImage is the image of Diagnose's NetworkPolicy probe.
+	probeImage string
 }
 
 type options struct {
@@ -150,6 +155,7 @@ type options struct {
 	node         string
 	log          *slog.Logger
 	startTimeout time.Duration
+	probeImage   string
 }
 
 // Option configures New.
@@ -223,7 +229,7 @@ func New(opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, adapterkit.ConnectError(Name, config.Host, err)
 	}
-	return &Runtime{cs: cs, config: config, namespace: ns, node: node, log: o.log, startTimeout: o.startTimeout}, nil
+	return &Runtime{cs: cs, config: config, namespace: ns, node: node, log: o.log, startTimeout: o.startTimeout, probeImage: probeImageOf(o.probeImage)}, nil
 }
 
 // Name returns "kubernetes".
@@ -246,6 +252,8 @@ func (r *Runtime) Forms() runtime.Forms {
 		NoExecUser:      true,
 		TmpfsSizeOnly:   true,
 		StopRemoves:     true,
+		// A network is a record and a policy over the flat pod network.
+		NoNetworkSubnets: true,
 	}
 }
 

@@ -114,7 +114,13 @@ func TestReadmeRoleIsExactlyWhatTheAdapterNeeds(t *testing.T) {
 	assert.Equal(t, want, grants(role), "doctor checks exactly what the README's Role grants")
 
 	rt, _ := h.serviceAccount(t, ctx, role)
-	assert.Empty(t, rt.Diagnose(ctx), "doctor on the README's Role reports no missing verb")
+	for _, d := range rt.Diagnose(ctx) {
+		// The probe of NetworkPolicy enforcement runs on the Role too: it
+		// may say the cluster does not enforce, never that it could not
+		// probe.
+		assert.NotEqual(t, "rbac", d.Check, "doctor on the README's Role reports no missing verb: %s", d.Problem)
+		assert.NotContains(t, d.Problem, "cannot tell", "the Role lets doctor probe NetworkPolicy enforcement")
+	}
 
 	w := testruntimes.NewWorld(t, testruntimes.Runtime{Name: kubernetes.Name, RT: rt})
 	p := networkProvisioner(ctx, w)

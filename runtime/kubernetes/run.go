@@ -62,7 +62,7 @@ func (r *Runtime) make(ctx context.Context, op string, spec runtime.RunSpec, cre
 		return nil, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrInvalid, "%w", err))
 	}
 	if err := checkSpec(spec); err != nil {
-		return nil, r.wrap(op, spec.Name, err)
+		return nil, r.wrap(op, spec.Name, r.internalPorts(ctx, spec, err))
 	}
 	if spec.Network != "" && spec.Network != DefaultNetwork {
 		if _, err := r.getNetwork(ctx, spec.Network); err != nil {
@@ -85,6 +85,20 @@ func (r *Runtime) make(ctx context.Context, op string, spec runtime.RunSpec, cre
 		}
 	}
 	return pod, nil
+}
+
+// internalPorts is checkSpec's refusal err of spec, which is also
+// runtime.ErrInvalid when spec publishes ports on an internal network (a
+// pod publishes nothing anyway, runtime.ErrUnsupported; the port refuses
+// published ports on an internal network as invalid).
+func (r *Runtime) internalPorts(ctx context.Context, spec runtime.RunSpec, err error) error {
+	if len(spec.Ports) == 0 || spec.Network == "" || spec.Network == DefaultNetwork {
+		return err
+	}
+	if cm, gerr := r.getNetwork(ctx, spec.Network); gerr == nil && cm.Data[dataInternal] == "true" {
+		return adapterkit.WithKind(runtime.ErrInvalid, "%w; and network %s is internal: nothing on it is published", err, spec.Network)
+	}
+	return err
 }
 
 // putSecret creates s, or replaces a Secret of the same name that an

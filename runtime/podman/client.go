@@ -257,9 +257,32 @@ func (c *client) execRemove(ctx context.Context, id string) error {
 }
 
 // createNetwork is POST /networks/create.
-func (c *client) createNetwork(ctx context.Context, n networkCreate) (networkCreate, error) {
-	var out networkCreate
+func (c *client) createNetwork(ctx context.Context, n networkCreate) (networkReport, error) {
+	var out networkReport
 	err := c.call(ctx, request{method: http.MethodPost, path: "/networks/create", body: n}, &out)
+	return out, err
+}
+
+// listNetworks is GET /networks/json of the networks whose labels match
+// every "key=value" of labels (all for none).
+func (c *client) listNetworks(ctx context.Context, labels []string) ([]networkReport, error) {
+	q := url.Values{}
+	if len(labels) > 0 {
+		f, err := json.Marshal(listFilters{Label: labels})
+		if err != nil {
+			return nil, err
+		}
+		q.Set("filters", string(f))
+	}
+	var out []networkReport
+	err := c.call(ctx, request{method: http.MethodGet, path: "/networks/json", query: q}, &out)
+	return out, err
+}
+
+// inspectNetwork is GET /networks/{name}/json.
+func (c *client) inspectNetwork(ctx context.Context, name string) (networkReport, error) {
+	var out networkReport
+	err := c.call(ctx, request{method: http.MethodGet, path: "/networks/%s/json", pathValues: []string{name}}, &out)
 	return out, err
 }
 

@@ -29,6 +29,15 @@ const (
 	causeNetworkExists   = "network already exists"
 	causeStateImproper   = "container state improper"
 	causeCtrStopped      = "container is stopped"
+	// causeNetworkInUse is libpod's ErrNetworkInUse: a network that
+	// containers still use (HTTP 500 up to Podman 4.x, 409 later).
+	causeNetworkInUse = "network is being used"
+	// causeSubnetInUse is what libpod's network create says of a subnet
+	// that another network or a host route already has (no sentinel).
+	causeSubnetInUse = "is already used on the host or by another config"
+	// causeStrictUnknown is how a service that reads "isolate" as a
+	// boolean refuses "strict" (strconv.ParseBool's error).
+	causeStrictUnknown = `parsing "strict": invalid syntax`
 	// causeAddrInUse is EADDRINUSE: the start could not bind a host port
 	// to publish (rootful Podman binds them in the service, rootless in
 	// rootlessport or pasta).
@@ -74,6 +83,8 @@ func classify(op string, err error) error {
 	switch {
 	case hasCause(cause, causeNameInUse, causeCtrExists, causeNetworkExists):
 		return runtime.ErrAlreadyExists
+	case op == runtime.OpRemoveNetwork && (code == http.StatusConflict || hasCause(cause, causeNetworkInUse)):
+		return runtime.ErrInUse
 	case adapterkit.CreatesContainer(op) && hasCause(cause, causeNoSuchImage):
 		return runtime.ErrImageNotFound
 	case adapterkit.ReadsImage(op) && (code == http.StatusNotFound || hasCause(cause, causeNoSuchImage)):
@@ -86,6 +97,21 @@ func classify(op string, err error) error {
 	default:
 		return nil
 	}
+}
+
+// subnetInUse reports whether err, from a network create, says that the
+// subnet asked for overlaps another network's or a host route.
+func subnetInUse(err error) bool {
+	_, cause := status(err)
+	return hasCause(cause, causeSubnetInUse)
+}
+
+// strictUnknown reports whether err, from a network create, says that the
+// service reads the "isolate" option as a boolean (before Podman 4.6), so
+// that "strict" is not one of its values.
+func strictUnknown(err error) bool {
+	_, cause := status(err)
+	return hasCause(cause, causeStrictUnknown)
 }
 
 // status returns the HTTP status and libpod's root cause of an API error

@@ -62,6 +62,25 @@ func TestKindOf(t *testing.T) {
 			want: runtime.ErrAlreadyExists,
 		},
 		{
+			name: "RemoveNetworkInUseIsA500",
+			op:   runtime.OpRemoveNetwork,
+			err: apiErr(500, "network is being used",
+				`"n" has associated containers with it. Use -f to forcibly delete containers and pods: network is being used`),
+			want: runtime.ErrInUse,
+		},
+		{
+			name: "RemoveNetworkConflict",
+			op:   runtime.OpRemoveNetwork,
+			err:  apiErr(409, "network is being used", "network is being used"),
+			want: runtime.ErrInUse,
+		},
+		{
+			name: "SubnetInUseHasNoKind",
+			op:   runtime.OpCreateNetwork,
+			err:  apiErr(500, "subnet 10.213.200.0/26 is already used on the host or by another config", "subnet 10.213.200.0/26 is already used on the host or by another config"),
+			want: nil,
+		},
+		{
 			name: "RunOnAbsentNetwork",
 			op:   runtime.OpRun,
 			err:  apiErr(404, "network not found", "unable to find network with name or ID n: network not found"),
@@ -203,4 +222,31 @@ func TestHostPortBusy(t *testing.T) {
 			assert.Equal(t, tc.wantPort, port, "port")
 		})
 	}
+}
+
+// TestNetworkCreateCauses: the two refusals of a network create that
+// CreateNetwork answers itself, as Podman 4.3.1 words them.
+func TestNetworkCreateCauses(t *testing.T) {
+	inUse := apiErr(500, "subnet 10.213.200.0/26 is already used on the host or by another config",
+		"subnet 10.213.200.0/26 is already used on the host or by another config")
+	strict := apiErr(500, "invalid syntax", `strconv.ParseBool: parsing "strict": invalid syntax`)
+	assert.True(t, subnetInUse(inUse))
+	assert.False(t, subnetInUse(strict))
+	assert.True(t, strictUnknown(strict))
+	assert.False(t, strictUnknown(inUse))
+	assert.False(t, subnetInUse(errors.New("subnet is already used on the host or by another config")), "only the service's answer")
+}
+
+// TestForwardDropsBridged: FORWARD as `iptables -S FORWARD` printed it on
+// the test host (Docker's DROP policy), with and without the same-bridge
+// rule of hack/env/podman.sh.
+func TestForwardDropsBridged(t *testing.T) {
+	docker := "-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n-A FORWARD -j DOCKER-ISOLATION-STAGE-1\n" +
+		"-A FORWARD -j NETAVARK_ISOLATION_1\n-A FORWARD -m comment --comment \"netavark firewall plugin rules\" -j NETAVARK_FORWARD\n"
+	withRule := "-P FORWARD DROP\n-A FORWARD -i podman+ -m physdev --physdev-is-bridged -m comment --comment \"sandboxer: podman same-bridge\" -j ACCEPT\n" +
+		"-A FORWARD -j DOCKER-USER\n"
+	assert.True(t, forwardDropsBridged("1\n", docker))
+	assert.False(t, forwardDropsBridged("1\n", withRule))
+	assert.False(t, forwardDropsBridged("0\n", docker), "frames bridged within one bridge skip iptables")
+	assert.False(t, forwardDropsBridged("1\n", "-P FORWARD ACCEPT\n"))
 }

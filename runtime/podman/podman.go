@@ -58,6 +58,21 @@
 //     to three times, when every published port is ephemeral; a taken
 //     fixed host port is a real conflict and is never retried. Either
 //     error names the port.
+//   - Networks (network.go) are isolated with libpod's "isolate" option.
+//     Before Podman 4.6 (netavark 1.7) it is a boolean, and "true" drops
+//     traffic only between networks that have it: containers of the
+//     default network and of a plain network reach each other (a warning,
+//     once; internal networks are not affected, they have no route either
+//     way). From 4.6 "strict" closes that.
+//   - An internal network is created without a gateway, so that the host
+//     has no address on it. Netavark 1.4 writes no firewall rule for it:
+//     on a host where br_netfilter sends bridged frames through FORWARD
+//     and its policy is DROP (Docker sets it), its containers cannot reach
+//     each other until FORWARD accepts frames bridged within one podman
+//     bridge (hack/env/podman.sh adds that rule). Rootless Podman is not
+//     affected (its bridges live in its own network namespace).
+//   - A rootless container on a plain network goes out through
+//     slirp4netns and reaches every non-loopback address of the host.
 package podman
 
 import (
@@ -100,6 +115,7 @@ var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.Creator          = (*Runtime)(nil)
 	_ runtime.IDRemover        = (*Runtime)(nil)
+	_ runtime.Diagnoser        = (*Runtime)(nil)
 )
 
 // Runtime is a runtime.ContainerRuntime backed by a Podman service. It is
@@ -119,6 +135,8 @@ type Runtime struct {
 	conn *bindings.Connection
 	// svc is what the first successful ping learnt; nil until then.
 	svc *service
+	// looseIsolation makes the warning of warnLooseIsolation a single one.
+	looseIsolation sync.Once
 }
 
 // service is what the adapter knows about the service it talks to.

@@ -103,6 +103,9 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	if err := r.checkEnforceable(ctx, c.svc, spec); err != nil {
 		return nil, "", runtime.NewError(Name, op, obj, runtime.ErrUnsupported, err)
 	}
+	if err := r.checkNetwork(ctx, c, op, obj, spec); err != nil {
+		return nil, "", err
+	}
 	sg, clamped := specFor(spec, c.svc.rlimits, r.opts.lifetime)
 	for _, cl := range clamped {
 		r.opts.Logger.WarnContext(ctx, "podman: rlimit clamped to the service's hard limit", "container", obj, "rlimit", cl)

@@ -58,6 +58,12 @@ func (r *Runtime) ping(ctx context.Context, conn *bindings.Connection) (*service
 	return svc, nil
 }
 
+// strictIsolation reports whether the service knows libpod's
+// isolate=strict network option (Podman 4.6 and later, with netavark 1.7).
+func (s *service) strictIsolation() bool {
+	return s.major > 4 || (s.major == 4 && s.minor >= 6)
+}
+
 // canRemoveExec reports whether the service removes exec sessions on
 // request (libpod API 4.8 and later).
 func (s *service) canRemoveExec() bool {

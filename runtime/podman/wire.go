@@ -222,13 +222,33 @@ type execSession struct {
 }
 
 // networkCreate is the body of POST /networks/create (the fields of
-// libpod's network type that the adapter sets) and the part of its answer
-// that it reads.
+// libpod's network type that the adapter sets).
 type networkCreate struct {
-	Name   string            `json:"name"`
-	ID     string            `json:"id,omitempty"`
-	Driver string            `json:"driver"`
-	Labels map[string]string `json:"labels,omitempty"`
+	Name     string            `json:"name"`
+	Driver   string            `json:"driver"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Internal bool              `json:"internal"`
+	// Options are the driver's options: "isolate".
+	Options map[string]string `json:"options,omitempty"`
+	Subnets []networkSubnet   `json:"subnets,omitempty"`
+}
+
+// networkSubnet is one subnet of a libpod network.
+type networkSubnet struct {
+	Subnet  string `json:"subnet"`
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// networkReport is what this adapter reads of a libpod network, as
+// POST /networks/create, GET /networks/json and GET /networks/{name}/json
+// answer it.
+type networkReport struct {
+	Name     string            `json:"name"`
+	ID       string            `json:"id"`
+	Driver   string            `json:"driver"`
+	Labels   map[string]string `json:"labels"`
+	Internal bool              `json:"internal"`
+	Subnets  []networkSubnet   `json:"subnets"`
 }
 
 // imageInspect is what this adapter reads of GET /images/{ref}/json.

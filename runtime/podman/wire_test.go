@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -105,7 +106,11 @@ func TestWireRequests(t *testing.T) {
 		}},
 		{golden: "exec_start.json", body: execStartConfig{}},
 		{golden: "exec_remove.json", body: execRemoveConfig{Force: true}},
-		{golden: "network_create.json", body: networkCreate{Name: "sbx-golden-net", Driver: "bridge", Labels: map[string]string{"sbx.golden": "1"}}},
+		{golden: "network_create.json", body: networkCreate{
+			Name: "sbx-golden-net", Driver: "bridge", Labels: map[string]string{"sbx.golden": "1"},
+			Internal: true, Options: map[string]string{"isolate": "true"},
+			Subnets: []networkSubnet{{Subnet: "10.213.0.64/26", Gateway: "10.213.0.65"}},
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -188,12 +193,27 @@ func TestWireExec(t *testing.T) {
 }
 
 func TestWireNetworkCreateResponse(t *testing.T) {
-	assert.Equal(t, networkCreate{
-		Name:   "sbx-golden-net",
-		ID:     "f15d050a96837bfeae1ea55818c5a7a6c706b7ea7f4411c8085c57dc8be94a4e",
-		Driver: "bridge",
-		Labels: map[string]string{"sbx.golden": "1"},
-	}, decodeGolden[networkCreate](t, "network_create_response.json"))
+	assert.Equal(t, networkReport{
+		Name:    "sbx-golden-net",
+		ID:      "f15d050a96837bfeae1ea55818c5a7a6c706b7ea7f4411c8085c57dc8be94a4e",
+		Driver:  "bridge",
+		Labels:  map[string]string{"sbx.golden": "1"},
+		Subnets: []networkSubnet{{Subnet: "10.89.0.0/24", Gateway: "10.89.0.1"}},
+	}, decodeGolden[networkReport](t, "network_create_response.json"))
+}
+
+// TestWireNetworksList: an internal, isolated network as Podman 4.3.1
+// lists it, and the port's view of it.
+func TestWireNetworksList(t *testing.T) {
+	got := decodeGolden[[]networkReport](t, "networks_list.json")
+	require.Len(t, got, 1)
+	assert.Equal(t, runtime.Network{
+		ID:       "7d943a80b2f8ffcaa38d436b459fa20298c375e19fb44f0e22876e8f10cf79fa",
+		Name:     "i25p-probe",
+		Labels:   map[string]string{"a": "b"},
+		Internal: true,
+		Subnet:   netip.MustParsePrefix("10.213.200.0/26"),
+	}, toNetwork(got[0]))
 }
 
 func TestWireInfo(t *testing.T) {

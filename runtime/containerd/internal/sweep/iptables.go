@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/roboco/sandboxer/runtime/containerd"
 )
 
 // The chains CNI's plugins create, by their names: portmap's DNAT chain per
@@ -193,7 +195,8 @@ func (o owner) owns(r rule) bool {
 //     a DNAT to the pool makes the whole chain the adapter's (its
 //     127.0.0.1 hairpin rule names no address of the pool), and one that
 //     nothing jumps to does nothing;
-//  3. every CNI-* chain left empty, with the rules that jump to it, until
+//  3. every CNI-* chain (and the adapter's own isolation chains,
+//     containerd.IsolationChainPrefix) left empty, with the rules that jump to it, until
 //     no chain empties further;
 //  4. in nat, portmap's masquerade plumbing once no CNI-HOSTPORT-DNAT is
 //     left.
@@ -247,7 +250,7 @@ func (t *table) plan(o owner) [][]string {
 	for changed := true; changed; {
 		changed = false
 		for _, c := range slices.Clone(chains) {
-			if strings.HasPrefix(c, cniChainPrefix) && !holds(c) {
+			if (strings.HasPrefix(c, cniChainPrefix) || strings.HasPrefix(c, containerd.IsolationChainPrefix)) && !holds(c) {
 				deleteRules(func(r rule) bool { return r.target() == c })
 				removeChain(c)
 				changed = true

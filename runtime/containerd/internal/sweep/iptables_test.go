@@ -247,6 +247,30 @@ func TestPlan(t *testing.T) {
 			want:  []string{"-F CNI-DN-3", "-X CNI-DN-3"},
 		},
 		{
+			name:  "MangleRemovesTheAdaptersIsolationRulesAndChains",
+			table: "mangle",
+			listing: `-P FORWARD ACCEPT
+-N SBX-ISOLATION-FWD
+-N SBX-ISOLATION-IN
+-N KUBE-KUBELET-CANARY
+-A INPUT -j SBX-ISOLATION-IN
+-A FORWARD -j SBX-ISOLATION-FWD
+-A SBX-ISOLATION-FWD ! -i sbx-29526a3c -o sbx-29526a3c -m conntrack ! --ctstate RELATED,ESTABLISHED -m comment --comment "sandboxer network sandboxer" -j DROP
+-A SBX-ISOLATION-FWD -i sbx-0a1b2c3d ! -o sbx-0a1b2c3d -m comment --comment "sandboxer network x" -j DROP
+-A SBX-ISOLATION-IN -i sbx-0a1b2c3d -m conntrack ! --ctstate RELATED,ESTABLISHED -m comment --comment "sandboxer network x" -j DROP
+`,
+			owner: testOwner(),
+			want: []string{
+				`-D SBX-ISOLATION-FWD ! -i sbx-29526a3c -o sbx-29526a3c -m conntrack ! --ctstate RELATED,ESTABLISHED -m comment --comment "sandboxer network sandboxer" -j DROP`,
+				`-D SBX-ISOLATION-FWD -i sbx-0a1b2c3d ! -o sbx-0a1b2c3d -m comment --comment "sandboxer network x" -j DROP`,
+				`-D SBX-ISOLATION-IN -i sbx-0a1b2c3d -m conntrack ! --ctstate RELATED,ESTABLISHED -m comment --comment "sandboxer network x" -j DROP`,
+				"-D FORWARD -j SBX-ISOLATION-FWD",
+				"-X SBX-ISOLATION-FWD",
+				"-D INPUT -j SBX-ISOLATION-IN",
+				"-X SBX-ISOLATION-IN",
+			},
+		},
+		{
 			name:  "NothingOfOursLeavesTheTableAlone",
 			table: "nat",
 			listing: `-P PREROUTING ACCEPT
