@@ -19,7 +19,8 @@ import (
 func (s *Suite) spec(engine, name string, cred engines.Credentials, labels map[string]string) runtime.RunSpec {
 	e, _ := s.Registry.Lookup(engine)
 	sp := e.Spec()
-	cc := e.Container(cred, engines.Limits{MemoryBytes: provision.DefaultMemoryBytes}, engines.Image{})
+	memory := s.memory(engine) // what the provisioner gives the engine, so the baseline is like for like
+	cc := e.Container(cred, engines.Limits{MemoryBytes: memory}, engines.Image{})
 	spec := runtime.RunSpec{
 		Name:        name,
 		Image:       s.Images[engine],
@@ -27,7 +28,7 @@ func (s *Suite) spec(engine, name string, cred engines.Credentials, labels map[s
 		Command:     cc.Command,
 		Labels:      labels,
 		Tmpfs:       cc.Tmpfs,
-		MemoryBytes: provision.DefaultMemoryBytes,
+		MemoryBytes: memory,
 		CPUs:        provision.DefaultCPUs,
 	}
 	spec.Capabilities = sp.Capabilities

@@ -13,9 +13,18 @@ import (
 // rows, keys, documents).
 const capacityChunk = 1000
 
-// FigCapacity is the name of an engine's capacity figure.
-func FigCapacity(engine string) string {
-	return fmt.Sprintf("%s: data held before full, %d MiB limit", engine, provision.DefaultMemoryBytes>>20)
+// FigCapacity is the name of an engine's capacity figure, at limit (the
+// memory limit its sandbox runs with: the engine's own default, 1 GiB for
+// mongo, else 512 MiB).
+func FigCapacity(engine string, limit int64) string {
+	return fmt.Sprintf("%s: data held before full, %d MiB limit", engine, limit>>20)
+}
+
+// memory is the memory limit the bench's sandboxes and baseline runs of
+// engine get: the provisioner's default for it (provision.Options.Memory).
+func (s *Suite) memory(engine string) int64 {
+	e, _ := s.Registry.Lookup(engine)
+	return provision.Options{}.Memory(e.Spec())
 }
 
 // capacity provisions each engine once at the default memory limit and
@@ -31,7 +40,7 @@ func (s *Suite) capacity(ctx context.Context, p *provision.Provisioner) {
 			continue
 		}
 		if err := s.fillOnce(ctx, p, name, f); err != nil {
-			s.fail(FigCapacity(name), err)
+			s.fail(FigCapacity(name, s.memory(name)), err)
 		}
 	}
 }
@@ -47,14 +56,15 @@ func (s *Suite) fillOnce(ctx context.Context, p *provision.Provisioner, name str
 	if err != nil {
 		return err
 	}
-	res, err := f.Fill(ctx, url, capacityChunk, 4*provision.DefaultMemoryBytes)
+	fig := FigCapacity(name, s.memory(name))
+	res, err := f.Fill(ctx, url, capacityChunk, 4*s.memory(name))
 	if err != nil {
 		return errors.New(redact(err.Error(), url))
 	}
 	if res.Full == nil {
 		return fmt.Errorf("%d MiB written without a full error", res.Bytes>>20)
 	}
-	s.sample(FigCapacity(name), float64(res.Bytes)/(1<<20))
-	s.note(FigCapacity(name), fmt.Sprintf("%d records of %d B, then: %.80s", res.Records, capacityChunk, res.Full))
+	s.sample(fig, float64(res.Bytes)/(1<<20))
+	s.note(fig, fmt.Sprintf("%d records of %d B, then: %.80s", res.Records, capacityChunk, res.Full))
 	return nil
 }

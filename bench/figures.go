@@ -116,7 +116,7 @@ func (s *Suite) declare() {
 	add(&Figure{Name: FigRawOwnersP50, Unit: UnitMS})
 	add(&Figure{Name: FigRawOwnersP95, Unit: UnitMS})
 	for _, n := range names {
-		add(&Figure{Name: FigCapacity(n), Unit: UnitMiB, Note: "1 kB records through the real client until the engine's own full error"})
+		add(&Figure{Name: FigCapacity(n, s.memory(n)), Unit: UnitMiB, Note: "1 kB records through the real client until the engine's own full error"})
 	}
 }
 

@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -241,6 +242,13 @@ func (o Options) image(spec engines.Spec) string {
 		return ref
 	}
 	return spec.Image
+}
+
+// Memory is the memory limit a sandbox of spec's engine runs with under
+// these options: MemoryBytes, else the engine's own default
+// (engines.Spec.MemoryBytes: 1 GiB for mongo), else DefaultMemoryBytes.
+func (o Options) Memory(spec engines.Spec) int64 {
+	return cmp.Or(o.MemoryBytes, spec.MemoryBytes, DefaultMemoryBytes)
 }
 
 // ImageEnvName is the env variable that overrides engine's image:

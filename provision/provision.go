@@ -10,7 +10,6 @@
 package provision
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -531,7 +530,7 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 }
 
 func (p *Provisioner) runSpec(c *call, s *service) runtime.RunSpec {
-	memory := cmp.Or(p.opts.MemoryBytes, s.spec.MemoryBytes, DefaultMemoryBytes)
+	memory := p.opts.Memory(s.spec)
 	cc := s.engine.Container(s.cred, engines.Limits{MemoryBytes: memory}, s.img)
 	lbls := maps.Clone(p.opts.Labels)
 	if lbls == nil {
