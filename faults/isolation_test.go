@@ -291,6 +291,12 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 				_, err := b.RT.Run(ctx, runtime.RunSpec{Name: agent, Image: e.Images[c.Engine], Command: []string{"sleep", "3600"},
 					Labels: e.TestLabels(), Network: netA, Env: map[string]string{"HOME": "/tmp", "URL": url}})
 				require.NoError(t, err)
+			case own.rootless != nil:
+				// The README's other wiring (`podman run --network`): the
+				// rootless user's agent starts on A's network. Attaching a
+				// running rootless container with `network connect` lost
+				// it for exec in 2 of 2 runs (not understood; issue 25).
+				own.container(t, ctx, agent, e.Images[c.Engine], netA, e.TestLabels(), "sleep", "3600")
 			default:
 				own.container(t, ctx, agent, e.Images[c.Engine], sharedNet, e.TestLabels(), "sleep", "3600")
 				own.connect(t, ctx, netA, agent)
