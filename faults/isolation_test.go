@@ -283,20 +283,16 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 				// The README's wiring: the agent pod labelled onto A's
 				// network.
 				own.container(t, ctx, agent, e.Images[c.Engine], netA, e.TestLabels(), "sleep", "3600")
-			case own.ctr():
-				// ctr joins no network and the adapter has no connect:
-				// the agent is run on A's network by the adapter, with
-				// the env in its spec (ctr's exec inherits it).
-				t.Logf("containerd: the agent joins %s at its start (no CLI here connects a running container)", netA)
+			case own.ctr(), own.rootless != nil:
+				// ctr joins no network and the adapter has no connect; the
+				// rootless user's `podman run`/`network connect` agent was
+				// "no such container" for exec in 3 of 3 runs (not
+				// understood; issue 25's note): the agent is run on A's
+				// network by the adapter, with the env in its spec.
+				t.Logf("%s: the agent joins %s at its start, made by the adapter", b.Name, netA)
 				_, err := b.RT.Run(ctx, runtime.RunSpec{Name: agent, Image: e.Images[c.Engine], Command: []string{"sleep", "3600"},
 					Labels: e.TestLabels(), Network: netA, Env: map[string]string{"HOME": "/tmp", "URL": url}})
 				require.NoError(t, err)
-			case own.rootless != nil:
-				// The README's other wiring (`podman run --network`): the
-				// rootless user's agent starts on A's network. Attaching a
-				// running rootless container with `network connect` lost
-				// it for exec in 2 of 2 runs (not understood; issue 25).
-				own.container(t, ctx, agent, e.Images[c.Engine], netA, e.TestLabels(), "sleep", "3600")
 			default:
 				own.container(t, ctx, agent, e.Images[c.Engine], sharedNet, e.TestLabels(), "sleep", "3600")
 				own.connect(t, ctx, netA, agent)
