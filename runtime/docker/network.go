@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/filters"
@@ -91,6 +92,9 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 		}
 		resp, err := r.cli.NetworkCreate(ctx, spec.Name, opts)
 		if err == nil {
+			if err := r.settleDuplicateName(ctx, spec.Name, resp.ID); err != nil {
+				return runtime.Network{}, err
+			}
 			return runtime.Network{ID: resp.ID, Name: spec.Name, Labels: maps.Clone(spec.Labels), Internal: spec.Internal, Subnet: subnet}, nil
 		}
 		// The daemon answers an overlapping pool with 403 ("Pool overlaps
@@ -101,6 +105,47 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 		r.log.DebugContext(ctx, "docker: subnet taken, trying another", "network", spec.Name, "subnet", subnet, "error", err)
 		taken = append(taken, subnet)
 	}
+}
+
+// settleDuplicateName makes a create that raced another of the same name
+// lose, as every other backend's does. Daemons before API 1.44 check a
+// duplicate name only best-effort: two concurrent creates of one name both
+// succeed (seen on Docker 20.10 with two agents of one owner starting at
+// once), and the name then means two networks. Each creator lists the
+// networks of that name after its create; the one created first (then the
+// lower ID) stays, and a creator whose network is not that one removes it
+// and reports runtime.ErrAlreadyExists, so its caller reuses the survivor.
+// Both sides agree on the survivor, whichever lists first.
+func (r *Runtime) settleDuplicateName(ctx context.Context, name, id string) error {
+	const op = runtime.OpCreateNetwork
+	f := filters.NewArgs(filters.Arg("name", name))
+	listed, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		return r.wrap(op, name, fmt.Errorf("list networks named %s after creating %s: %w", name, id, err))
+	}
+	var same []network.Summary
+	for _, n := range listed {
+		if n.Name == name { // the daemon's name filter matches substrings
+			same = append(same, n)
+		}
+	}
+	if len(same) < 2 {
+		return nil
+	}
+	first := slices.MinFunc(same, func(a, b network.Summary) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if first.ID == id {
+		return nil
+	}
+	if err := r.cli.NetworkRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
+		return r.wrap(op, name, fmt.Errorf("remove %s, a duplicate of network %s (%s) made by a concurrent create: %w", id, name, first.ID, err))
+	}
+	r.log.DebugContext(ctx, "docker: a concurrent create made the same network first; removed ours", "network", name, "kept", first.ID, "removed", id)
+	return runtime.NewError(Name, op, name, runtime.ErrAlreadyExists, errors.New("a network of that name was created concurrently"))
 }
 
 // ListNetworks returns the daemon's networks whose labels contain every

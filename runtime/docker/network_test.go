@@ -261,3 +261,56 @@ func TestRunRefusesPortsOnAnInternalNetwork(t *testing.T) {
 	_, err = r.Run(ctx, spec)
 	require.NoError(t, err, "the same spec on a plain network")
 }
+
+// TestConcurrentCreatesOfOneNameLeaveOneNetwork: eight creates of one
+// name at once (two agents of one owner starting together) leave exactly
+// one network of that name, as docker network ls shows it; the create
+// that succeeded reports that network's ID, and every other one is
+// ErrAlreadyExists. Daemons before API 1.44 check duplicate names only
+// best-effort, and made two networks of one name without the adapter's
+// settling.
+func TestConcurrentCreatesOfOneNameLeaveOneNetwork(t *testing.T) {
+	r := newTestRuntime(t)
+	ctx := adaptertest.Ctx(t)
+	labels := adaptertest.Labels(t, r)
+	for round := range 3 {
+		name := fmt.Sprintf("sandboxer-test-same-%d-%s", round, adaptertest.RandomSuffix(t))
+		t.Cleanup(func() {
+			// Every network of the name, should a duplicate survive.
+			out, _ := dockerCLI(context.Background(), r, "network", "ls", "-q", "--filter", "name=^"+name+"$")
+			for _, id := range strings.Fields(out) {
+				if out, err := dockerCLI(context.Background(), r, "network", "rm", id); err != nil {
+					t.Errorf("cleanup: docker network rm %s: %v: %s", id, err, out)
+				}
+			}
+		})
+		const creators = 8
+		type result struct {
+			n   runtime.Network
+			err error
+		}
+		results := make(chan result, creators)
+		start := make(chan struct{})
+		for range creators {
+			go func() {
+				<-start
+				n, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: labels})
+				results <- result{n, err}
+			}()
+		}
+		close(start)
+		var won []string
+		for range creators {
+			res := <-results
+			if res.err != nil {
+				assert.ErrorIs(t, res.err, runtime.ErrAlreadyExists, "a create that lost the name")
+				continue
+			}
+			won = append(won, res.n.ID)
+		}
+		require.Len(t, won, 1, "round %d: creates of %s that succeeded", round, name)
+		out, err := dockerCLI(ctx, r, "network", "ls", "-q", "--no-trunc", "--filter", "name=^"+name+"$")
+		require.NoError(t, err, out)
+		assert.Equal(t, won, strings.Fields(out), "round %d: docker network ls lists the one network of name %s, the one the winning create reported", round, name)
+	}
+}

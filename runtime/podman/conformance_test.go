@@ -53,6 +53,7 @@ func runConformance(t *testing.T, row string, fx conformance.Fixtures, opts []Op
 		Row:      row,
 		Fixtures: fx,
 		Gaps:     isolationGaps(probe, err),
+		Lapses:   isolationLapses(probe, err),
 		New: func(t testing.TB) runtime.ContainerRuntime {
 			if row == testenv.PodmanRootless {
 				testenv.PodmanRootlessHost(t)
@@ -112,6 +113,24 @@ func runConformance(t *testing.T, row string, fx conformance.Fixtures, opts []Op
 			return out, nil
 		},
 	})
+}
+
+// isolationLapses are the row's known intermittent lapses: netavark's
+// iptables driver (every release before Podman 4.6 here) inserts one
+// shared "-j NETAVARK_ISOLATION_1" jump into FORWARD for every isolated
+// network and deletes it when the last container of any one of them goes
+// (TeardownPolicy::OnComplete), so that isolated networks reach each other
+// until the next container starts on one. Another test's teardown during
+// the check makes that happen on this row (1 run in 3 on rootless).
+func isolationLapses(probe *Runtime, probeErr error) map[string]string {
+	if isolationGaps(probe, probeErr) == nil {
+		return nil
+	}
+	reason := "netavark's iptables driver deletes the shared FORWARD jump to NETAVARK_ISOLATION_1 when the last container of any isolated network goes, until the next start on one"
+	return map[string]string{
+		"NetworksAreIsolated/NetworkToOtherNetwork": reason,
+		"NetworksAreIsolated/OtherNetworkToNetwork": reason,
+	}
 }
 
 // isolationGaps are the row's known gaps in the network contract: before
