@@ -380,9 +380,9 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 			table := c.mustSbx("ls").stdout
 			lines := strings.Split(strings.TrimSpace(table), "\n")
 			require.Len(t, lines, 1+len(tt.services), table)
-			assert.Regexp(t, `^NAME\s+ENGINE\s+OWNER\s+STATE\s+AGE\s+ENDPOINT\s+RUNTIME$`, lines[0])
+			assert.Regexp(t, `^NAME\s+ENGINE\s+OWNER\s+STATE\s+AGE\s+ENDPOINT\s+NETWORK\s+RUNTIME$`, lines[0])
 			for _, n := range want {
-				assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(n)+`\s+\w+\s+`+regexp.QuoteMeta(c.prefix+"-agent-"+owner)+`\s+running\s+\d+[smhd]\s+127\.0\.0\.1:\d+\s+docker`), table)
+				assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(n)+`\s+\w+\s+`+regexp.QuoteMeta(c.prefix+"-agent-"+owner)+`\s+running\s+\d+[smhd]\s+127\.0\.0\.1:\d+\s+`+regexp.QuoteMeta(provision.OwnerNetworkName(c.prefix+"-agent-"+owner))+`\s+docker`), table)
 			}
 			var rows []listed
 			require.NoError(t, json.Unmarshal([]byte(c.mustSbx("ls", "--owner", owner, "-o", "json").stdout), &rows))
@@ -393,6 +393,7 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 				assert.Equal(t, "127.0.0.1", row.Endpoint.Host)
 				assert.Equal(t, runtime.StateRunning, row.State)
 				assert.Equal(t, "docker", row.Runtime)
+				assert.Equal(t, []string{provision.OwnerNetworkName(c.prefix + "-agent-" + owner)}, row.Networks, "ls names the owner's network, as docker inspect has it")
 			}
 			assert.Equal(t, "[]\n", c.mustSbx("ls", "--owner", "someone-else", "-o", "json").stdout)
 

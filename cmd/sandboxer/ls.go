@@ -43,6 +43,10 @@ type listed struct {
 	Created    time.Time         `json:"created"`
 	AgeSeconds int64             `json:"age_seconds"`
 	Endpoint   *engines.Endpoint `json:"endpoint"`
+	// Networks are the networks the sandbox is on, by name, sorted (the
+	// owner's own network `sbx-<owner>`, or the caller's `--network`), as
+	// the runtime reports them.
+	Networks []string `json:"networks"`
 	// Exposed: a port is published beyond loopback (0.0.0.0, an
 	// interface's own address), where every host interface reaches it;
 	// Endpoint then shows the address as the runtime reported it.
@@ -64,7 +68,8 @@ func (a *app) lsCmd() *cobra.Command {
 		Short: "List sandboxes with owner, engine, state, age, endpoint and runtime",
 		Long: `List the sandboxes of this label prefix (all owners, or one with --owner):
 name, engine, owner, state, age, the endpoint consumers connect to (the
-published port on the host, else the address on the container's network)
+published port on the host, else the address on the container's network),
+the networks it is on (the owner's sbx-<owner>, or the caller's --network)
 and the runtime the sandbox is on. A port published beyond loopback
 (0.0.0.0 or an interface's address, which sandboxer never asks for) is shown
 as the runtime reports it, marked (EXPOSED) (JSON "exposed": true), with a
@@ -159,6 +164,10 @@ func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 		Created:         c.Created,
 		Runtime:         on.label,
 		RuntimeEndpoint: on.Shown(),
+		Networks:        slices.Sorted(maps.Keys(c.Networks)),
+	}
+	if l.Networks == nil {
+		l.Networks = []string{}
 	}
 	if c.State == runtime.StateExited {
 		code := c.ExitCode
@@ -198,7 +207,7 @@ func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 
 func writeTable(w io.Writer, rows []listed) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENGINE\tOWNER\tSTATE\tAGE\tENDPOINT\tRUNTIME")
+	fmt.Fprintln(tw, "NAME\tENGINE\tOWNER\tSTATE\tAGE\tENDPOINT\tNETWORK\tRUNTIME")
 	for _, r := range rows {
 		owner := r.Owner
 		if r.OwnerPID != 0 {
@@ -218,7 +227,11 @@ func writeTable(w io.Writer, rows []listed) error {
 		if engine == "" {
 			engine = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, engine, owner, r.Status, humanAge(time.Duration(r.AgeSeconds)*time.Second), ep, r.Runtime)
+		nets := strings.Join(r.Networks, ",")
+		if nets == "" {
+			nets = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, engine, owner, r.Status, humanAge(time.Duration(r.AgeSeconds)*time.Second), ep, nets, r.Runtime)
 	}
 	return tw.Flush()
 }

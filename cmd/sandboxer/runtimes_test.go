@@ -209,7 +209,7 @@ func TestLsShowsTheRuntimeOfEachSandbox(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	require.Len(t, lines, 3, stdout)
-	assert.Regexp(t, `^NAME\s+ENGINE\s+OWNER\s+STATE\s+AGE\s+ENDPOINT\s+RUNTIME$`, lines[0])
+	assert.Regexp(t, `^NAME\s+ENGINE\s+OWNER\s+STATE\s+AGE\s+ENDPOINT\s+NETWORK\s+RUNTIME$`, lines[0])
 	assert.Regexp(t, `^roboco-sandbox-mongo-a1\s.*\scontainerd$`, lines[1])
 	assert.Regexp(t, `^roboco-sandbox-redis-a1\s.*\sdocker$`, lines[2])
 }
