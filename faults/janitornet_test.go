@@ -91,6 +91,13 @@ func TestJanitorRemovesOrphanedOwnerNetworks(t *testing.T) {
 				t.Logf("containerd: the attached container is run on %s by the adapter (ctr joins no CNI network)", ownerNet)
 				_, err := b.RT.Run(ctx, runtime.RunSpec{Name: attached, Image: busybox, Command: []string{"sleep", "3600"}, Labels: e.TestLabels(), Network: ownerNet})
 				require.NoError(t, err)
+			} else if own.rootless != nil {
+				// A rootless container started without a network is on
+				// slirp4netns, which `podman network connect` refuses
+				// ("slirp4netns" is not supported: invalid network mode):
+				// it joins at its start, as the README says for rootless.
+				t.Logf("podman-rootless: the attached container joins %s at its start (podman run --network)", ownerNet)
+				own.container(t, ctx, attached, busybox, ownerNet, e.TestLabels(), "sleep", "3600")
 			} else {
 				own.container(t, ctx, attached, busybox, "", e.TestLabels(), "sleep", "3600")
 				own.connect(t, ctx, ownerNet, attached)
