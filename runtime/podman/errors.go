@@ -38,6 +38,13 @@ const (
 	// causeStrictUnknown is how a service that reads "isolate" as a
 	// boolean refuses "strict" (strconv.ParseBool's error).
 	causeStrictUnknown = `parsing "strict": invalid syntax`
+	// causeInterfaceGone is what libpod's network create says when a
+	// host interface went away while it read the host's addresses to
+	// check the subnet against (net.Interfaces, then each one's Addrs:
+	// "route ip+net: no such network interface"), another network's
+	// bridge or veth torn down meanwhile: the same create may be tried
+	// again.
+	causeInterfaceGone = "no such network interface"
 	// causeAddrInUse is EADDRINUSE: the start could not bind a host port
 	// to publish (rootful Podman binds them in the service, rootless in
 	// rootlessport or pasta).
@@ -104,6 +111,13 @@ func classify(op string, err error) error {
 func subnetInUse(err error) bool {
 	_, cause := status(err)
 	return hasCause(cause, causeSubnetInUse)
+}
+
+// interfaceGone reports whether err, from a network create, is the
+// service's race with a host interface that went away (causeInterfaceGone).
+func interfaceGone(err error) bool {
+	_, cause := status(err)
+	return hasCause(cause, causeInterfaceGone)
 }
 
 // strictUnknown reports whether err, from a network create, says that the

@@ -224,7 +224,7 @@ func TestHostPortBusy(t *testing.T) {
 	}
 }
 
-// TestNetworkCreateCauses: the two refusals of a network create that
+// TestNetworkCreateCauses: the three refusals of a network create that
 // CreateNetwork answers itself, as Podman 4.3.1 words them.
 func TestNetworkCreateCauses(t *testing.T) {
 	inUse := apiErr(500, "subnet 10.213.200.0/26 is already used on the host or by another config",
@@ -235,6 +235,12 @@ func TestNetworkCreateCauses(t *testing.T) {
 	assert.True(t, strictUnknown(strict))
 	assert.False(t, strictUnknown(inUse))
 	assert.False(t, subnetInUse(errors.New("subnet is already used on the host or by another config")), "only the service's answer")
+	// As the CI's rootful service answered a create while another
+	// test's bridge went away (TestProvisionTimings, 2026-12-03).
+	gone := apiErr(500, "route ip+net: no such network interface", "route ip+net: no such network interface")
+	assert.True(t, interfaceGone(gone))
+	assert.False(t, interfaceGone(inUse))
+	assert.False(t, subnetInUse(gone))
 }
 
 // TestForwardDropsBridged: FORWARD as `iptables -S FORWARD` printed it on

@@ -45,8 +45,9 @@ func (r *Runtime) warnLooseIsolation(ctx context.Context) {
 
 // CreateNetwork creates a bridge network with spec.Labels and a /26 of
 // sandboxer's pool (adapterkit.SubnetPool) that none of the service's
-// networks and, for a local service, none of the host's routes overlap.
-// It is created with libpod's "isolate" option, "strict" where the service
+// networks and, for a local service, none of the host's routes overlap;
+// a create the service fails because a host interface went away during its
+// own subnet check is tried again, a bounded number of times. It is created with libpod's "isolate" option, "strict" where the service
 // knows it (netavark drops traffic between the network and every other
 // one), else "true" (only between isolated networks: a warning, once);
 // spec.Internal makes
@@ -120,6 +121,10 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 				r.warnLooseIsolation(ctx)
 			}
 			isolate = isolateTrue
+			continue
+		}
+		if interfaceGone(err) && attempt < maxSubnetAttempts {
+			r.opts.Logger.DebugContext(ctx, "podman: a host interface went away during the subnet check, trying again", "network", spec.Name, "subnet", subnet, "error", err)
 			continue
 		}
 		if !subnetInUse(err) || attempt == maxSubnetAttempts {
