@@ -68,6 +68,11 @@ func TestImageMissingForOneOfThree(t *testing.T) {
 				assert.Contains(t, err.Error(), ref, "the message names the image")
 				assert.NoError(t, pe.Rollback, "a clean rollback")
 				assert.Empty(t, e.SandboxNames(ctx), "zero containers left, checked as soon as Provision returns")
+				// The owner network the call made while the images were
+				// checked goes too, though the failure cut its create
+				// short (seen leaking on docker and podman before).
+				requireNetwork(t, ctx, newOwnTool(t, b), e, provision.OwnerNetworkName(p.OwnerName("noimg")), false,
+					"the owner network of the failed call is rolled back with its sandboxes (the runtime's own network inspect)")
 				t.Logf("the other services ran %d container(s) before the rollback", len(rec.Ran()))
 			})
 		}

@@ -82,13 +82,17 @@ func kind(internal bool) string {
 // is this owner's and of this mode; one of the other mode, or not the
 // owner's, is an ErrConflict error (a runtime that cannot list networks,
 // runtime.ErrUnsupported, reuses it unchecked). Each runtime call is bounded by
-// CallTimeout.
+// CallTimeout; the create runs to its end even when ctx ends first, so that
+// whether this call made the network is always known.
 func (p *Provisioner) ensureNetwork(ctx context.Context, owner string, n *ownerNet) error {
 	spec := runtime.NetworkSpec{Name: n.name, Labels: p.networkLabels(owner), Internal: p.opts.Private}
 	// Twice at most: a network that a concurrent teardown removes between
 	// the create and the list is created again.
 	for attempt := 0; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+		// Not cancelled with ctx (a sibling's failure cancels it): a
+		// create cut short may still have made the network, and the
+		// rollback removes only what it knows this call made.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.CallTimeout)
 		_, err := p.rt.CreateNetwork(cctx, spec)
 		cancel()
 		if err == nil {

@@ -79,6 +79,9 @@ var (
 // for concurrent use.
 type Runtime struct {
 	cli        *client.Client
+	// netCreates serialises this process's creates of one network name:
+	// daemons before API 1.44 check duplicate names best-effort only.
+	netCreates adapterkit.NameLocks
 	endpoint   string
 	log        *slog.Logger
 	negotiated atomic.Bool

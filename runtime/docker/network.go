@@ -45,8 +45,10 @@ var predefined = []string{network.NetworkBridge, network.NetworkHost, network.Ne
 // the next free one is tried, a bounded number of times. spec.Internal
 // makes it Docker-internal (no NAT, no forwarding out) with no address of
 // the host's on it (inhibitIPv4). A name that is already taken is
-// runtime.ErrAlreadyExists (the client asks pre-1.44 daemons, which would
-// otherwise accept duplicate names, to check).
+// runtime.ErrAlreadyExists: this process's creates of one name take turns,
+// and a concurrent create of another process's is settled after the fact
+// (settleDuplicateName), since pre-1.44 daemons check duplicate names
+// best-effort only.
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
 	const op = runtime.OpCreateNetwork
 	pool, err := adapterkit.SubnetPool(nil)
@@ -56,6 +58,11 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	if err := r.negotiate(ctx, op, spec.Name); err != nil {
 		return runtime.Network{}, err
 	}
+	unlock, err := r.netCreates.Lock(ctx, spec.Name)
+	if err != nil {
+		return runtime.Network{}, r.wrap(op, spec.Name, fmt.Errorf("wait for another create of the same name: %w", err))
+	}
+	defer unlock()
 	existing, err := r.cli.NetworkList(ctx, network.ListOptions{})
 	if err != nil {
 		return runtime.Network{}, r.wrap(op, spec.Name, err)
@@ -112,16 +119,35 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 // duplicate name only best-effort: two concurrent creates of one name both
 // succeed (seen on Docker 20.10 with two agents of one owner starting at
 // once), and the name then means two networks. Each creator lists the
-// networks of that name after its create; the one created first (then the
-// lower ID) stays, and a creator whose network is not that one removes it
+// networks of that name after its create; the first of them (sameName's
+// order) stays, and a creator whose network is not that one removes it
 // and reports runtime.ErrAlreadyExists, so its caller reuses the survivor.
-// Both sides agree on the survivor, whichever lists first.
+// Both sides agree on the survivor, whichever lists first. Until the
+// loser's removal, Run and RemoveNetwork resolve the ambiguous name by the
+// same rule.
 func (r *Runtime) settleDuplicateName(ctx context.Context, name, id string) error {
 	const op = runtime.OpCreateNetwork
-	f := filters.NewArgs(filters.Arg("name", name))
-	listed, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	same, err := r.sameName(ctx, name)
 	if err != nil {
 		return r.wrap(op, name, fmt.Errorf("list networks named %s after creating %s: %w", name, id, err))
+	}
+	if len(same) < 2 || same[0].ID == id {
+		return nil
+	}
+	if err := r.cli.NetworkRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
+		return r.wrap(op, name, fmt.Errorf("remove %s, a duplicate of network %s (%s) made by a concurrent create: %w", id, name, same[0].ID, err))
+	}
+	r.log.DebugContext(ctx, "docker: a concurrent create made the same network first; removed ours", "network", name, "kept", same[0].ID, "removed", id)
+	return runtime.NewError(Name, op, name, runtime.ErrAlreadyExists, errors.New("a network of that name was created concurrently"))
+}
+
+// sameName returns the daemon's networks called exactly name, the one
+// created first (then the lower ID) first: the one a duplicate name
+// means (settleDuplicateName).
+func (r *Runtime) sameName(ctx context.Context, name string) ([]network.Summary, error) {
+	listed, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
+	if err != nil {
+		return nil, err
 	}
 	var same []network.Summary
 	for _, n := range listed {
@@ -129,23 +155,30 @@ func (r *Runtime) settleDuplicateName(ctx context.Context, name, id string) erro
 			same = append(same, n)
 		}
 	}
-	if len(same) < 2 {
-		return nil
-	}
-	first := slices.MinFunc(same, func(a, b network.Summary) int {
+	slices.SortFunc(same, func(a, b network.Summary) int {
 		if c := a.Created.Compare(b.Created); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	if first.ID == id {
-		return nil
+	return same, nil
+}
+
+// ambiguousNetwork reports whether err is the daemon's refusal of a
+// network name that two networks have (a concurrent create's duplicate
+// before settleDuplicateName removed it).
+func ambiguousNetwork(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "is ambiguous")
+}
+
+// networkOf returns the ID of the network the name means while it is
+// ambiguous (sameName's first); ok is false when there is none.
+func (r *Runtime) networkOf(ctx context.Context, name string) (id string, ok bool) {
+	same, err := r.sameName(ctx, name)
+	if err != nil || len(same) == 0 {
+		return "", false
 	}
-	if err := r.cli.NetworkRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
-		return r.wrap(op, name, fmt.Errorf("remove %s, a duplicate of network %s (%s) made by a concurrent create: %w", id, name, first.ID, err))
-	}
-	r.log.DebugContext(ctx, "docker: a concurrent create made the same network first; removed ours", "network", name, "kept", first.ID, "removed", id)
-	return runtime.NewError(Name, op, name, runtime.ErrAlreadyExists, errors.New("a network of that name was created concurrently"))
+	return same[0].ID, true
 }
 
 // ListNetworks returns the daemon's networks whose labels contain every
@@ -190,24 +223,52 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 	if err := r.negotiate(ctx, runtime.OpRemoveNetwork, name); err != nil {
 		return err
 	}
-	if err := r.cli.NetworkRemove(ctx, name); err != nil && !cerrdefs.IsNotFound(err) {
+	err := r.cli.NetworkRemove(ctx, name)
+	if ambiguousNetwork(err) {
+		// A concurrent create's duplicate, not removed yet: every
+		// network of the name goes (each refused while in use).
+		err = r.removeSameName(ctx, name)
+	}
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return r.wrap(runtime.OpRemoveNetwork, name, err)
 	}
 	return nil
 }
 
-// internalNetwork reports whether the named network is internal; a
-// network the daemon does not know is not (the create that follows says
-// it is not found).
-func (r *Runtime) internalNetwork(ctx context.Context, op, name string) (bool, error) {
-	n, err := r.cli.NetworkInspect(ctx, name, network.InspectOptions{})
+// removeSameName removes every network called exactly name, by ID; one
+// gone meanwhile is not an error.
+func (r *Runtime) removeSameName(ctx context.Context, name string) error {
+	same, err := r.sameName(ctx, name)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range same {
+		if err := r.cli.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lookupNetwork returns the network name means, as the daemon inspects
+// it: while a concurrent create's duplicate makes the name ambiguous, the
+// one that stays (networkOf). A network the daemon does not know is ok
+// false, not an error (the create that follows says it is not found).
+func (r *Runtime) lookupNetwork(ctx context.Context, op, name string) (n network.Inspect, ok bool, err error) {
+	n, err = r.cli.NetworkInspect(ctx, name, network.InspectOptions{})
+	if ambiguousNetwork(err) {
+		if id, found := r.networkOf(ctx, name); found {
+			n, err = r.cli.NetworkInspect(ctx, id, network.InspectOptions{})
+		}
+	}
 	switch {
 	case cerrdefs.IsNotFound(err):
-		return false, nil
+		return n, false, nil
 	case err != nil:
-		return false, r.wrap(op, name, err)
+		return n, false, r.wrap(op, name, err)
 	}
-	return n.Internal, nil
+	return n, true, nil
 }
 
 // subnets returns the IPv4 subnets of an IPAM configuration.

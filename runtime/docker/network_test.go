@@ -263,7 +263,8 @@ func TestRunRefusesPortsOnAnInternalNetwork(t *testing.T) {
 }
 
 // TestConcurrentCreatesOfOneNameLeaveOneNetwork: eight creates of one
-// name at once (two agents of one owner starting together) leave exactly
+// name at once, through two runtimes (two agents of one owner starting
+// together, in one process or two) leave exactly
 // one network of that name, as docker network ls shows it; the create
 // that succeeded reports that network's ID, and every other one is
 // ErrAlreadyExists. Daemons before API 1.44 check duplicate names only
@@ -271,6 +272,9 @@ func TestRunRefusesPortsOnAnInternalNetwork(t *testing.T) {
 // settling.
 func TestConcurrentCreatesOfOneNameLeaveOneNetwork(t *testing.T) {
 	r := newTestRuntime(t)
+	// Two runtimes, as two processes would be: one's creates of a name
+	// take turns (NameLocks), the two's are settled after the fact.
+	rs := []*Runtime{r, newTestRuntime(t)}
 	ctx := adaptertest.Ctx(t)
 	labels := adaptertest.Labels(t, r)
 	for round := range 3 {
@@ -291,10 +295,10 @@ func TestConcurrentCreatesOfOneNameLeaveOneNetwork(t *testing.T) {
 		}
 		results := make(chan result, creators)
 		start := make(chan struct{})
-		for range creators {
+		for i := range creators {
 			go func() {
 				<-start
-				n, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: labels})
+				n, err := rs[i%len(rs)].CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: labels})
 				results <- result{n, err}
 			}()
 		}

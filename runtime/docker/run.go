@@ -100,11 +100,11 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	if spec.Network != "" && len(spec.Ports) > 0 {
 		// An internal network has no route out: a published port there
 		// would be a promise the network does not keep.
-		internal, err := r.internalNetwork(ctx, op, spec.Network)
+		n, ok, err := r.lookupNetwork(ctx, op, spec.Network)
 		if err != nil {
 			return "", err
 		}
-		if internal {
+		if ok && n.Internal {
 			return "", runtime.NewError(Name, op, obj, runtime.ErrInvalid,
 				fmt.Errorf("network %q is internal: no port can be published from it", spec.Network))
 		}
