@@ -78,7 +78,7 @@ var (
 // Runtime is a runtime.ContainerRuntime backed by a Docker daemon. It is safe
 // for concurrent use.
 type Runtime struct {
-	cli        *client.Client
+	cli *client.Client
 	// netCreates serialises this process's creates of one network name:
 	// daemons before API 1.44 check duplicate names best-effort only.
 	netCreates adapterkit.NameLocks
