@@ -482,7 +482,7 @@ func (s *suite) unreachable(t *testing.T, ctx context.Context, from, target serv
 
 // maxLapses bounds how often unreachable re-arms a lapsing backend's
 // isolation (Config.Lapses) before the connection counts as allowed.
-const maxLapses = 3
+const maxLapses = 5
 
 // reachedAt returns the urls of target's that from reaches, tried at once
 // (a dropped connection takes denyTimeout to fail).
