@@ -273,14 +273,6 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 			}
 			return
 		}
-		if own.rootless != nil {
-			// Known, not understood (issue 25's note): on the rootless row
-			// an agent container made on A's internal network, by the
-			// user's podman or by the adapter, is "no such container" to
-			// the user's podman exec in 4 of 4 runs. Not asserted here.
-			t.Logf("podman-rootless: the agent login on the private network is not checked (issue 25)")
-			return
-		}
 		for i, c := range repA.Containers {
 			url, err := testruntimes.URL(sb, c)
 			require.NoError(t, err)
@@ -291,12 +283,14 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 				// The README's wiring: the agent pod labelled onto A's
 				// network.
 				own.container(t, ctx, agent, e.Images[c.Engine], netA, e.TestLabels(), "sleep", "3600")
-			case own.ctr(), own.rootless != nil:
-				// ctr joins no network and the adapter has no connect; the
-				// rootless user's `podman run`/`network connect` agent was
-				// "no such container" for exec in 3 of 3 runs (not
-				// understood; issue 25's note): the agent is run on A's
-				// network by the adapter, with the env in its spec.
+			case own.rootless != nil:
+				// The README's rootless wiring: the agent joins A's
+				// network at its start (a slirp4netns container cannot
+				// be connected).
+				own.container(t, ctx, agent, e.Images[c.Engine], netA, e.TestLabels(), "sleep", "3600")
+			case own.ctr():
+				// ctr joins no network and the adapter has no connect:
+				// the agent is run on A's network by the adapter.
 				t.Logf("%s: the agent joins %s at its start, made by the adapter", b.Name, netA)
 				_, err := b.RT.Run(ctx, runtime.RunSpec{Name: agent, Image: e.Images[c.Engine], Command: []string{"sleep", "3600"},
 					Labels: e.TestLabels(), Network: netA, Env: map[string]string{"HOME": "/tmp", "URL": url}})

@@ -227,12 +227,26 @@ func (o ownTool) exec(ctx context.Context, container string, env []string, argv 
 		return o.run(ctx, nil, append([]string{"tasks", "exec", "--exec-id", "sbxiso-" + testkit.RandomHex(4), container}, argv...)...)
 	}
 	args := []string{"exec"}
+	var passed []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(cliOwnEnv, name) {
+			// The CLI's own variable (HOME=/tmp for the container would
+			// point the rootless podman at another storage, where the
+			// container is "no such container"): in argv, never a secret.
+			args = append(args, "-e", kv)
+			continue
+		}
 		args = append(args, "-e", name)
+		passed = append(passed, kv)
 	}
-	return o.run(ctx, env, append(append(args, container), argv...)...)
+	return o.run(ctx, passed, append(append(args, container), argv...)...)
 }
+
+// cliOwnEnv are the variables the CLI itself reads (the rootless podman
+// finds its storage and service by them), which a container's environment
+// must not replace in the CLI's.
+var cliOwnEnv = []string{"HOME", "USER", "PATH", "XDG_RUNTIME_DIR"}
 
 // network creates a network with the row's CLI (on the ctr row the
 // adapter's CreateNetwork), labelled, and returns its name; the caller
