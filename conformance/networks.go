@@ -509,23 +509,20 @@ func (s *suite) reachedAt(ctx context.Context, from, target server) []string {
 }
 
 // lapse returns the reason Config.Lapses gives for the running subtest.
-func (s *suite) lapse(t testing.TB) (string, bool) {
-	parts := strings.SplitN(t.Name(), "/", 3)
-	if len(parts) < 3 {
-		return "", false
-	}
-	reason, ok := s.cfg.Lapses[parts[2]]
-	return reason, ok
-}
+func (s *suite) lapse(t testing.TB) (string, bool) { return entryOf(t, s.cfg.Lapses) }
 
-// gap returns the reason Config.Gaps gives for the running subtest, keyed
-// by its path below the row (e.g. "NetworksAreIsolated/DefaultToNetwork").
-func (s *suite) gap(t testing.TB) (string, bool) {
+// gap returns the reason Config.Gaps gives for the running subtest.
+func (s *suite) gap(t testing.TB) (string, bool) { return entryOf(t, s.cfg.Gaps) }
+
+// entryOf returns the entry of m (Config.Gaps, Config.Lapses) for the
+// running subtest, keyed by its path below the row (e.g.
+// "NetworksAreIsolated/DefaultToNetwork").
+func entryOf(t testing.TB, m map[string]string) (string, bool) {
 	parts := strings.SplitN(t.Name(), "/", 3)
 	if len(parts) < 3 {
 		return "", false
 	}
-	reason, ok := s.cfg.Gaps[parts[2]]
+	reason, ok := m[parts[2]]
 	return reason, ok
 }
 
