@@ -311,7 +311,7 @@ func TestLsFlagsAPortPublishedBeyondLoopback(t *testing.T) {
 
 			table := c.mustSbx("ls").stdout
 			assert.Regexp(t, c.prefix+`-sandbox-redis-0000\s.*0\.0\.0\.0:\d+ \(EXPOSED\)`, table)
-			assert.Regexp(t, c.prefix+`-sandbox-redis-127001\s.*127\.0\.0\.1:\d+\s+`+c.rt.Name(), table) // the runtime column names the adapter
+			assert.Regexp(t, c.prefix+`-sandbox-redis-127001\s.*127\.0\.0\.1:\d+\s+\S+\s+`+c.rt.Name(), table) // the network column, then the runtime column names the adapter
 		})
 	}
 }

@@ -158,6 +158,9 @@ type service struct {
 	// mean that resource limits are dropped.
 	rootless bool
 	cgroupV1 bool
+	// info is the report the ping read, which the first Version reports
+	// rather than asking again.
+	info infoReport
 }
 
 type options struct {

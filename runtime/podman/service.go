@@ -46,6 +46,7 @@ func (r *Runtime) ping(ctx context.Context, conn *bindings.Connection) (*service
 	if err != nil {
 		return nil, fmt.Errorf("info: %w", err)
 	}
+	svc.info = info
 	svc.rootless = info.Host.Security.Rootless
 	svc.cgroupV1 = strings.TrimPrefix(info.Host.CgroupVersion, "v") == "1"
 	if conn.URI.Scheme == "unix" {
@@ -87,17 +88,26 @@ func parseVersion(v string) (int, int, error) {
 	return major, minor, nil
 }
 
-// Version pings the service and reports its version, its libpod API
+// Version pings the service (a Runtime's first call: its ping's info;
+// later ones: /info again) and reports its version, its libpod API
 // version, whether it runs rootless and its cgroup version.
 func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 	const op = runtime.OpVersion
+	r.mu.Lock()
+	pinged := r.svc != nil
+	r.mu.Unlock()
 	c, err := r.connect(ctx, op, r.endpoint)
 	if err != nil {
 		return runtime.Info{}, err
 	}
-	info, err := c.info(ctx)
-	if err != nil {
-		return runtime.Info{}, r.wrap(op, r.endpoint, err)
+	// The ping of a first call has just read the info: one /info, not
+	// two, within the caller's deadline (a loaded rootless service takes
+	// seconds over each).
+	info := c.svc.info
+	if pinged {
+		if info, err = c.info(ctx); err != nil {
+			return runtime.Info{}, r.wrap(op, r.endpoint, err)
+		}
 	}
 	return runtime.Info{
 		Runtime:        Name,
