@@ -195,22 +195,7 @@ or removed.
 			})
 			err = joinErrors(append(errs, l.missing)...)
 			if format == "json" {
-				out := reportJSON{DryRun: dryRun, Removed: []sweptJSON{}, Vanished: []sweptJSON{}, Kept: []sweptJSON{}, Skipped: []sweptJSON{}, Errors: []sweptJSON{}, Adopted: []sweptJSON{}, NetworksRemoved: []networkJSON{}, NetworksKept: []networkJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
-				for _, s := range sweeps {
-					out.Runtimes = append(out.Runtimes, s.on)
-					out.Removed = append(out.Removed, swept(s.rep.Removed, s.on)...)
-					out.Vanished = append(out.Vanished, swept(s.rep.Vanished, s.on)...)
-					out.Kept = append(out.Kept, swept(s.rep.Kept, s.on)...)
-					out.Skipped = append(out.Skipped, swept(s.rep.Skipped, s.on)...)
-					out.Adopted = append(out.Adopted, swept(s.rep.Adopted, s.on)...)
-					out.NetworksRemoved = append(out.NetworksRemoved, networksJSON(s.rep.NetworksRemoved, s.on)...)
-					out.NetworksKept = append(out.NetworksKept, networksJSON(s.rep.NetworksKept, s.on)...)
-					for _, f := range s.rep.Errors {
-						e := sweptOf(f.Sandbox, s.on)
-						e.Error = oneLine(f.Err.Error())
-						out.Errors = append(out.Errors, e)
-					}
-				}
+				out := gcJSON(sweeps, dryRun)
 				if werr := writeJSON(a.io.Out, out); werr != nil {
 					return joinErrors(werr, err)
 				}
@@ -230,6 +215,27 @@ or removed.
 	f.StringVarP(&format, "format", "o", "text", "output: text or json")
 	timeoutFlag(f, &timeout)
 	return cmd
+}
+
+// gcJSON is gc's report of sweeps for --format json.
+func gcJSON(sweeps []sweep, dryRun bool) reportJSON {
+	out := reportJSON{DryRun: dryRun, Removed: []sweptJSON{}, Vanished: []sweptJSON{}, Kept: []sweptJSON{}, Skipped: []sweptJSON{}, Errors: []sweptJSON{}, Adopted: []sweptJSON{}, NetworksRemoved: []networkJSON{}, NetworksKept: []networkJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
+	for _, s := range sweeps {
+		out.Runtimes = append(out.Runtimes, s.on)
+		out.Removed = append(out.Removed, swept(s.rep.Removed, s.on)...)
+		out.Vanished = append(out.Vanished, swept(s.rep.Vanished, s.on)...)
+		out.Kept = append(out.Kept, swept(s.rep.Kept, s.on)...)
+		out.Skipped = append(out.Skipped, swept(s.rep.Skipped, s.on)...)
+		out.Adopted = append(out.Adopted, swept(s.rep.Adopted, s.on)...)
+		out.NetworksRemoved = append(out.NetworksRemoved, networksJSON(s.rep.NetworksRemoved, s.on)...)
+		out.NetworksKept = append(out.NetworksKept, networksJSON(s.rep.NetworksKept, s.on)...)
+		for _, f := range s.rep.Errors {
+			e := sweptOf(f.Sandbox, s.on)
+			e.Error = oneLine(f.Err.Error())
+			out.Errors = append(out.Errors, e)
+		}
+	}
+	return out
 }
 
 // writeReport prints one line per sandbox, then the summary.
