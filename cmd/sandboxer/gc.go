@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -105,16 +106,30 @@ func sweptOf(s janitor.Sandbox, on string) sweptJSON {
 	return sweptJSON{Name: s.Name, ID: s.ID, Engine: s.Engine, Owner: s.Owner.String(), State: string(s.State), Status: s.Status, AgeSeconds: int64(s.Age / time.Second), Runtime: on}
 }
 
+// sandboxLists are the sandbox lists of a sweep's report, in the order
+// gc prints them, each with the word its text lines start with ("" : the
+// removal verb), what those lines end with, and its list in the JSON
+// report. Report.Errors, whose entries carry their error, follows them.
+var sandboxLists = []struct {
+	word, note string
+	of         func(*janitor.Report) *[]janitor.Sandbox
+	json       func(*reportJSON) *[]sweptJSON
+}{
+	{"", "", func(r *janitor.Report) *[]janitor.Sandbox { return &r.Removed }, func(j *reportJSON) *[]sweptJSON { return &j.Removed }},
+	{"vanished", "(gone before its removal)", func(r *janitor.Report) *[]janitor.Sandbox { return &r.Vanished }, func(j *reportJSON) *[]sweptJSON { return &j.Vanished }},
+	{"kept", "", func(r *janitor.Report) *[]janitor.Sandbox { return &r.Kept }, func(j *reportJSON) *[]sweptJSON { return &j.Kept }},
+	{"skipped", "(in grace)", func(r *janitor.Report) *[]janitor.Sandbox { return &r.Skipped }, func(j *reportJSON) *[]sweptJSON { return &j.Skipped }},
+	{"adopted", "(removed with its owner from now on)", func(r *janitor.Report) *[]janitor.Sandbox { return &r.Adopted }, func(j *reportJSON) *[]sweptJSON { return &j.Adopted }},
+}
+
 // total adds the sweeps up, for the summary line.
 func total(sweeps []sweep, dryRun bool) janitor.Report {
 	sum := janitor.Report{DryRun: dryRun}
 	for _, s := range sweeps {
-		sum.Removed = append(sum.Removed, s.rep.Removed...)
-		sum.Vanished = append(sum.Vanished, s.rep.Vanished...)
-		sum.Kept = append(sum.Kept, s.rep.Kept...)
-		sum.Skipped = append(sum.Skipped, s.rep.Skipped...)
+		for _, l := range sandboxLists {
+			*l.of(&sum) = append(*l.of(&sum), *l.of(&s.rep)...)
+		}
 		sum.Errors = append(sum.Errors, s.rep.Errors...)
-		sum.Adopted = append(sum.Adopted, s.rep.Adopted...)
 		sum.NetworksRemoved = append(sum.NetworksRemoved, s.rep.NetworksRemoved...)
 		sum.NetworksKept = append(sum.NetworksKept, s.rep.NetworksKept...)
 	}
@@ -195,22 +210,7 @@ or removed.
 			})
 			err = joinErrors(append(errs, l.missing)...)
 			if format == "json" {
-				out := reportJSON{DryRun: dryRun, Removed: []sweptJSON{}, Vanished: []sweptJSON{}, Kept: []sweptJSON{}, Skipped: []sweptJSON{}, Errors: []sweptJSON{}, Adopted: []sweptJSON{}, NetworksRemoved: []networkJSON{}, NetworksKept: []networkJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
-				for _, s := range sweeps {
-					out.Runtimes = append(out.Runtimes, s.on)
-					out.Removed = append(out.Removed, swept(s.rep.Removed, s.on)...)
-					out.Vanished = append(out.Vanished, swept(s.rep.Vanished, s.on)...)
-					out.Kept = append(out.Kept, swept(s.rep.Kept, s.on)...)
-					out.Skipped = append(out.Skipped, swept(s.rep.Skipped, s.on)...)
-					out.Adopted = append(out.Adopted, swept(s.rep.Adopted, s.on)...)
-					out.NetworksRemoved = append(out.NetworksRemoved, networksJSON(s.rep.NetworksRemoved, s.on)...)
-					out.NetworksKept = append(out.NetworksKept, networksJSON(s.rep.NetworksKept, s.on)...)
-					for _, f := range s.rep.Errors {
-						e := sweptOf(f.Sandbox, s.on)
-						e.Error = oneLine(f.Err.Error())
-						out.Errors = append(out.Errors, e)
-					}
-				}
+				out := gcJSON(sweeps, dryRun)
 				if werr := writeJSON(a.io.Out, out); werr != nil {
 					return joinErrors(werr, err)
 				}
@@ -232,61 +232,68 @@ or removed.
 	return cmd
 }
 
-// writeReport prints one line per sandbox, then the summary.
+// gcJSON is gc's report of sweeps for --format json: every list is [],
+// not null, when it is empty.
+func gcJSON(sweeps []sweep, dryRun bool) reportJSON {
+	out := reportJSON{DryRun: dryRun, Errors: []sweptJSON{}, NetworksRemoved: []networkJSON{}, NetworksKept: []networkJSON{}, Summary: summary(sweeps, dryRun), Runtimes: []string{}}
+	for _, l := range sandboxLists {
+		*l.json(&out) = []sweptJSON{}
+	}
+	for _, s := range sweeps {
+		out.Runtimes = append(out.Runtimes, s.on)
+		for _, l := range sandboxLists {
+			*l.json(&out) = append(*l.json(&out), swept(*l.of(&s.rep), s.on)...)
+		}
+		for _, f := range s.rep.Errors {
+			e := sweptOf(f.Sandbox, s.on)
+			e.Error = oneLine(f.Err.Error())
+			out.Errors = append(out.Errors, e)
+		}
+		out.NetworksRemoved = append(out.NetworksRemoved, networksJSON(s.rep.NetworksRemoved, s.on)...)
+		out.NetworksKept = append(out.NetworksKept, networksJSON(s.rep.NetworksKept, s.on)...)
+	}
+	return out
+}
+
+// writeReport prints one line per sandbox, list by list (sandboxLists,
+// then the errors), each list across the sweeps in order; then the owner
+// networks alike; then the summary.
 func writeReport(w io.Writer, sweeps []sweep, dryRun bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	verb := "removed"
 	if dryRun {
 		verb = "would remove"
 	}
-	line := func(what string, s janitor.Sandbox, on, extra string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\towner %s\t%s\tage %s\ton %s%s\n", what, s.Name, s.Engine, s.Owner, s.Status, humanAge(s.Age), on, extra)
-	}
-	for _, sw := range sweeps {
-		for _, s := range sw.rep.Removed {
-			line(verb, s, sw.on, "")
+	line := func(what string, s janitor.Sandbox, on, note string) {
+		if note != "" {
+			note = "\t" + note
 		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\towner %s\t%s\tage %s\ton %s%s\n", cmp.Or(what, verb), s.Name, s.Engine, s.Owner, s.Status, humanAge(s.Age), on, note)
 	}
-	for _, sw := range sweeps {
-		for _, s := range sw.rep.Vanished {
-			line("vanished", s, sw.on, "\t(gone before its removal)")
-		}
-	}
-	for _, sw := range sweeps {
-		for _, s := range sw.rep.Kept {
-			line("kept", s, sw.on, "")
-		}
-	}
-	for _, sw := range sweeps {
-		for _, s := range sw.rep.Skipped {
-			line("skipped", s, sw.on, "\t(in grace)")
-		}
-	}
-	for _, sw := range sweeps {
-		for _, s := range sw.rep.Adopted {
-			line("adopted", s, sw.on, "\t(removed with its owner from now on)")
+	for _, l := range sandboxLists {
+		for _, sw := range sweeps {
+			for _, s := range *l.of(&sw.rep) {
+				line(l.word, s, sw.on, l.note)
+			}
 		}
 	}
 	for _, sw := range sweeps {
 		for _, f := range sw.rep.Errors {
-			line("error", f.Sandbox, sw.on, "\t"+oneLine(f.Err.Error()))
+			line("error", f.Sandbox, sw.on, oneLine(f.Err.Error()))
 		}
-	}
-	network := func(what string, n janitor.Network, on, extra string) {
-		fmt.Fprintf(tw, "%s\tnetwork %s\towner %s\tage %s\ton %s%s\n", what, n.Name, n.Owner, humanAge(n.Age), on, extra)
 	}
 	for _, sw := range sweeps {
 		for _, n := range sw.rep.NetworksRemoved {
-			network(verb, n, sw.on, "")
+			fmt.Fprintf(tw, "%s\tnetwork %s\towner %s\tage %s\ton %s\n", verb, n.Name, n.Owner, humanAge(n.Age), sw.on)
 		}
 	}
 	for _, sw := range sweeps {
 		for _, n := range sw.rep.NetworksKept {
-			extra := "\t(" + n.Why + ")"
+			note := "(" + n.Why + ")"
 			if n.Err != nil {
-				extra += "\t" + oneLine(n.Err.Error())
+				note += "\t" + oneLine(n.Err.Error())
 			}
-			network("kept", n, sw.on, extra)
+			fmt.Fprintf(tw, "kept\tnetwork %s\towner %s\tage %s\ton %s\t%s\n", n.Name, n.Owner, humanAge(n.Age), sw.on, note)
 		}
 	}
 	tw.Flush()
