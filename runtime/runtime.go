@@ -56,6 +56,13 @@ type ContainerRuntime interface {
 	// error.
 	RemoveImage(ctx context.Context, ref string) error
 
+	// Create creates a container from spec without starting it: it is in
+	// the "created" state, as a provisioner killed between create and
+	// start leaves one (Inspect reports it not running; Remove removes
+	// it). The lifecycle code never needs it (it calls Run); the
+	// conformance suite uses it to make that state. The image must be
+	// present; a name that is already taken gives ErrAlreadyExists.
+	Create(ctx context.Context, spec RunSpec) (Container, error)
 	// Run creates and starts a detached container from spec. The image must
 	// be present; Run does not pull. If the start fails, the created
 	// container is removed before the error is returned.
@@ -325,15 +332,6 @@ type PullProgress struct {
 
 // ProgressFunc receives pull progress events. It must not block for long.
 type ProgressFunc func(PullProgress)
-
-// Creator is implemented by adapters that can create a container without
-// starting it. It is not part of the port (the lifecycle code never needs
-// it); the conformance suite uses it to put a container in the created
-// state, which is what a provisioner killed between create and start
-// leaves behind.
-type Creator interface {
-	Create(ctx context.Context, spec RunSpec) (Container, error)
-}
 
 // Reconciler is implemented by adapters that keep host state of their own
 // beside the backend's containers (containerd's CNI networking: IP

@@ -1,5 +1,5 @@
 // Package fakeruntime is an in-memory runtime.ContainerRuntime (and
-// runtime.Creator, and runtime.IDRemover as SetIDsNeverReused says) for
+// runtime.IDRemover as SetIDsNeverReused says) for
 // unit tests of the lifecycle code: the provisioner and the janitor. It
 // honours the port's contract (error kinds,
 // idempotency, label selection across states, anonymous volumes removed
@@ -427,7 +427,7 @@ func (f *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Contai
 	return f.create(ctx, VerbRun, spec, true)
 }
 
-// Create creates a container without starting it (runtime.Creator).
+// Create creates a container without starting it.
 func (f *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
 	return f.create(ctx, VerbCreate, spec, false)
 }
@@ -841,5 +841,4 @@ func randomID() string {
 
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
-	_ runtime.Creator          = (*Runtime)(nil)
 )

@@ -1,5 +1,5 @@
 // Package containerd is sandboxer's containerd adapter: it implements
-// runtime.ContainerRuntime (and runtime.Creator) on the containerd v2 client
+// runtime.ContainerRuntime on the containerd v2 client
 // (github.com/containerd/containerd/v2/client), in a containerd namespace of
 // its own, with CNI networking through github.com/containerd/go-cni and the
 // standard plugins.
@@ -123,7 +123,6 @@ var DefaultCNIPluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 // Compile-time proof that the adapter implements the port.
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
-	_ runtime.Creator          = (*Runtime)(nil)
 	_ runtime.Diagnoser        = (*Runtime)(nil)
 	_ runtime.Reconciler       = (*Runtime)(nil)
 )

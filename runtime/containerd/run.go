@@ -49,7 +49,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Contai
 // Create makes the container without a task: its snapshot, spec, labels,
 // anonymous volumes and record. The image must be present (Create does not
 // pull) and the network must exist (the default network is created on
-// demand). It implements runtime.Creator.
+// demand), as runtime.ContainerRuntime.Create says.
 func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
 	const op = runtime.OpCreate
 	ctx = r.ctx(ctx)

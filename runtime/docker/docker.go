@@ -1,5 +1,5 @@
 // Package docker is sandboxer's Docker adapter: it implements
-// runtime.ContainerRuntime (and runtime.Creator) on the Docker Engine API
+// runtime.ContainerRuntime on the Docker Engine API
 // through github.com/docker/docker/client, negotiating the API version with
 // the daemon (Docker 20.10, API 1.41, and newer).
 //
@@ -71,7 +71,6 @@ const (
 // Compile-time proof that the adapter implements the port.
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
-	_ runtime.Creator          = (*Runtime)(nil)
 	_ runtime.IDRemover        = (*Runtime)(nil)
 )
 

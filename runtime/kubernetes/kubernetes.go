@@ -1,5 +1,5 @@
 // Package kubernetes is sandboxer's Kubernetes adapter: it implements
-// runtime.ContainerRuntime (with runtime.Creator, runtime.Diagnoser and
+// runtime.ContainerRuntime (with runtime.Diagnoser and
 // runtime.FormReporter) on client-go, one sandbox being one Pod in one
 // namespace.
 //
@@ -127,7 +127,6 @@ const (
 // interfaces.
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
-	_ runtime.Creator          = (*Runtime)(nil)
 	_ runtime.Diagnoser        = (*Runtime)(nil)
 	_ runtime.FormReporter     = (*Runtime)(nil)
 )

@@ -1,5 +1,5 @@
 // Package podman is sandboxer's Podman adapter: it implements
-// runtime.ContainerRuntime (and runtime.Creator) on Podman's native libpod
+// runtime.ContainerRuntime on Podman's native libpod
 // REST API, so rootful and rootless Podman are first-class without the
 // Docker-compatible socket.
 //
@@ -118,7 +118,6 @@ const (
 // Compile-time proof that the adapter implements the port.
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
-	_ runtime.Creator          = (*Runtime)(nil)
 	_ runtime.IDRemover        = (*Runtime)(nil)
 	_ runtime.Diagnoser        = (*Runtime)(nil)
 )

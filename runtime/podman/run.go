@@ -72,7 +72,7 @@ func allEphemeral(ports []runtime.PortSpec) bool {
 }
 
 // Create creates a container from spec without starting it (state
-// "created"). It implements runtime.Creator; the lifecycle code only uses
+// "created"), as runtime.ContainerRuntime.Create says; the lifecycle code only uses
 // Run.
 func (r *Runtime) Create(ctx context.Context, spec runtime.RunSpec) (runtime.Container, error) {
 	const op = runtime.OpCreate
