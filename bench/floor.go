@@ -79,9 +79,14 @@ func (f AdapterFloor) Run(ctx context.Context, spec runtime.RunSpec) (string, en
 // Remove removes through the adapter.
 func (f AdapterFloor) Remove(ctx context.Context, id string) error { return f.RT.Remove(ctx, id) }
 
-// ImageExists asks the adapter.
+// ImageExists asks the adapter's image store (false on a runtime without
+// one: the image is not there to be asked about).
 func (f AdapterFloor) ImageExists(ctx context.Context, ref string) (bool, error) {
-	return f.RT.ImageExists(ctx, ref)
+	store, ok := runtime.As[runtime.ImageStore](f.RT)
+	if !ok {
+		return false, fmt.Errorf("%s has no image store: %w", f.RT.Name(), runtime.ErrUnsupported)
+	}
+	return store.ImageExists(ctx, ref)
 }
 
 // List lists through the adapter.

@@ -39,14 +39,15 @@ func ModeFor(f runtime.Forms) Mode {
 	return ModeHost
 }
 
-// Unmeasurable says why figures cannot be measured on a runtime with
-// these forms: by part (PartImage, PartWarm), the reason, for the report.
-// A part absent from the map can be measured.
-func Unmeasurable(runtimeName string, f runtime.Forms) map[string]string {
+// Unmeasurable says why figures cannot be measured on a runtime that has
+// an image store or not (runtime.ImageStore): by part (PartImage,
+// PartWarm), the reason, for the report. A part absent from the map can be
+// measured.
+func Unmeasurable(runtimeName string, imageStore bool) map[string]string {
 	out := map[string]string{}
-	if f.NoImageStore {
-		out[PartImage] = fmt.Sprintf("n/a on %s: it has no image store of its own to ask (the image verbs are ErrUnsupported; the node pulls at Run)", runtimeName)
-		out[PartWarm] = fmt.Sprintf("n/a on %s: a warm template is an image built, saved and loaded through the image verbs, which are ErrUnsupported there, so warm start is off", runtimeName)
+	if !imageStore {
+		out[PartImage] = fmt.Sprintf("n/a on %s: it has no image store of its own to ask (no runtime.ImageStore; the node pulls at Run)", runtimeName)
+		out[PartWarm] = fmt.Sprintf("n/a on %s: a warm template is an image built, saved and loaded through an image store, which it has not, so warm start is off", runtimeName)
 	}
 	return out
 }

@@ -21,8 +21,7 @@ func TestModeForFollowsTheRuntimesForms(t *testing.T) {
 	}{
 		{"PortAsWritten", runtime.Forms{}, ModeHost},
 		{"NoHostPorts", runtime.Forms{NoHostPorts: true}, ModeNetwork},
-		{"NoImageStoreAlone", runtime.Forms{NoImageStore: true}, ModeHost},
-		{"Cluster", runtime.Forms{NoHostPorts: true, NoImageStore: true, StopRemoves: true}, ModeNetwork},
+		{"Cluster", runtime.Forms{NoHostPorts: true, StopRemoves: true}, ModeNetwork},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,13 +34,12 @@ func TestModeForFollowsTheRuntimesForms(t *testing.T) {
 // checks and warm start are n/a, with the runtime named; otherwise nothing
 // is.
 func TestUnmeasurableNamesThePartsAndWhy(t *testing.T) {
-	assert.Empty(t, Unmeasurable("docker", runtime.Forms{}))
-	assert.Empty(t, Unmeasurable("kubernetes", runtime.Forms{NoHostPorts: true}))
-	na := Unmeasurable("kubernetes", runtime.Forms{NoImageStore: true})
+	assert.Empty(t, Unmeasurable("docker", true))
+	na := Unmeasurable("kubernetes", false)
 	require.Len(t, na, 2)
 	for _, part := range []string{PartImage, PartWarm} {
 		assert.Contains(t, na[part], "n/a on kubernetes: ", part)
-		assert.Contains(t, na[part], "ErrUnsupported", part)
+		assert.Contains(t, na[part], "image store", part)
 	}
 }
 
@@ -51,7 +49,7 @@ func TestSuiteLeavesOutWhatItCannotMeasure(t *testing.T) {
 	s := &Suite{}
 	s.defaults()
 	s.report = &Report{}
-	s.na = Unmeasurable("kubernetes", runtime.Forms{NoImageStore: true})
+	s.na = Unmeasurable("kubernetes", false)
 	s.declare()
 	s.declareWarm([]string{"postgres"})
 	s.notMeasured()

@@ -185,7 +185,7 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	forms := runtime.FormsOf(s.RT)
-	s.mode, s.na = ModeFor(forms), Unmeasurable(s.RT.Name(), forms)
+	s.mode, s.na = ModeFor(forms), Unmeasurable(s.RT.Name(), hasStore(s.RT))
 	host, _ := os.Hostname()
 	s.report = &Report{
 		Runtime:  s.RT.Name(),
@@ -311,21 +311,22 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 }
 
 // warm makes sure every image is present before anything is timed; on a
-// runtime without an image store (ImageExists is ErrUnsupported: the node
-// pulls at Run) the untimed warm-up round pulls them instead, as the
-// provisioner lets Run pull.
+// runtime without an image store (no runtime.ImageStore: the node pulls
+// at Run) the untimed warm-up round pulls them instead, as the provisioner
+// lets Run pull.
 func (s *Suite) warm(ctx context.Context) error {
+	store, ok := runtime.As[runtime.ImageStore](s.RT)
+	if !ok {
+		return nil
+	}
 	for _, ref := range s.Images {
-		ok, err := s.RT.ImageExists(ctx, ref)
-		if errors.Is(err, runtime.ErrUnsupported) {
-			return nil
-		}
+		ok, err := store.ImageExists(ctx, ref)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			s.Logger.Info("pulling", "image", ref)
-			if err := s.RT.PullImage(ctx, ref, nil); err != nil {
+			if err := store.PullImage(ctx, ref, nil); err != nil {
 				return err
 			}
 		}
@@ -337,9 +338,14 @@ func (s *Suite) warm(ctx context.Context) error {
 // inspect, on the registry's first engine's image.
 func (s *Suite) imageChecks(ctx context.Context) {
 	ref := s.Images[s.Registry.Names()[0]]
+	store, ok := runtime.As[runtime.ImageStore](s.RT)
+	if !ok {
+		s.fail(FigImage, fmt.Errorf("%s has no image store: %w", s.RT.Name(), runtime.ErrUnsupported))
+		return
+	}
 	for range s.ImageChecks {
 		start := time.Now()
-		ok, err := s.RT.ImageExists(ctx, ref)
+		ok, err := store.ImageExists(ctx, ref)
 		if err != nil || !ok {
 			s.fail(FigImage, fmt.Errorf("%s present: %v, %v", ref, ok, err))
 			return
@@ -449,4 +455,10 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 		}
 	}
 	return nil
+}
+
+// hasStore reports whether rt has an image store (runtime.ImageStore).
+func hasStore(rt runtime.ContainerRuntime) bool {
+	_, ok := runtime.As[runtime.ImageStore](rt)
+	return ok
 }

@@ -164,3 +164,8 @@ func (e *events) find(owner, service string, kind provision.EventKind) (provisio
 	}
 	return provision.Event{}, false
 }
+
+// Unwrap returns the wrapped runtime (runtime.Unwrapper), so that the
+// provisioner finds its optional interfaces (its image store) as on the
+// bare runtime.
+func (t *timedRuntime) Unwrap() runtime.ContainerRuntime { return t.ContainerRuntime }

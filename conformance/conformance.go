@@ -194,6 +194,10 @@ func setUp(t *testing.T, cfg Config) *suite {
 	require.NoError(t, err, "version")
 	s.info = info
 	s.forms = runtime.FormsOf(rt)
+	s.images, _ = runtime.As[runtime.ImageStore](rt)
+	if s.images == nil {
+		t.Logf("%s has no image store (no runtime.ImageStore): the image semantics assert that Run pulls instead", rt.Name())
+	}
 	if s.forms != (runtime.Forms{}) {
 		t.Logf("%s gives these guarantees in another form, which the semantics assert instead: %+v", rt.Name(), s.forms)
 	}

@@ -122,8 +122,8 @@
 // Kubernetes pod cannot be stopped and kept, nor publish a port on the
 // provisioner's loopback, and the kubelet, not the API, pulls images)
 // says so in runtime.Forms (runtime.FormsOf), and the semantic asserts the
-// other form instead, never a skip: the image verbs are ErrUnsupported and
-// Run pulls (a missing ref still ErrImageNotFound); a published port is
+// other form instead, never a skip. A backend without an image store (no
+// runtime.ImageStore) has Run pull (a missing ref still ErrImageNotFound); a published port is
 // ErrUnsupported and the server is reached at its reported address; pids,
 // ulimits, tmpfs options but size, and exec as a user are ErrUnsupported,
 // leaving nothing; Stop and Kill leave the container gone (Stop still

@@ -44,6 +44,9 @@ type suite struct {
 	// forms are the guarantees the runtime gives in another form
 	// (runtime.FormsOf): where one is set, the semantic asserts that form.
 	forms runtime.Forms
+	// images is the runtime's image store (runtime.As); nil where it has
+	// none (its nodes pull at Run), and the image semantics assert that.
+	images runtime.ImageStore
 }
 
 // assertUnsupported asserts that err is runtime.ErrUnsupported naming the

@@ -58,12 +58,9 @@ func (s *suite) freshRef(t *testing.T, ctx context.Context) string {
 func testImageExistsPullExists(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	ref := s.freshRef(t, ctx)
-	if s.forms.NoImageStore {
-		// The Kubernetes form: no image store to ask or fill; Run pulls
-		// the ref nobody pulled before.
-		_, err := s.rt.ImageExists(ctx, ref)
-		s.assertUnsupported(t, err, "image exists", ref)
-		s.assertUnsupported(t, s.rt.PullImage(ctx, ref, nil), "pull", ref)
+	if s.images == nil {
+		// No image store to ask or fill (Kubernetes): Run pulls the ref
+		// nobody pulled before.
 		spec := s.spec(t)
 		spec.Image = ref
 		c := s.run(t, ctx, spec)
@@ -72,16 +69,16 @@ func testImageExistsPullExists(t *testing.T, s *suite) {
 		return
 	}
 
-	exists, err := s.rt.ImageExists(ctx, ref)
+	exists, err := s.images.ImageExists(ctx, ref)
 	require.NoError(t, err, "image exists before the pull")
 	require.False(t, exists, "%s was just tagged in the registry and cannot be present locally", ref)
 
 	var events atomic.Int64
-	err = s.rt.PullImage(ctx, ref, func(runtime.PullProgress) { events.Add(1) })
+	err = s.images.PullImage(ctx, ref, func(runtime.PullProgress) { events.Add(1) })
 	require.NoError(t, err, "pull %s", ref)
 	assert.Positive(t, events.Load(), "the pull reported no progress")
 
-	exists, err = s.rt.ImageExists(ctx, ref)
+	exists, err = s.images.ImageExists(ctx, ref)
 	require.NoError(t, err, "image exists after the pull")
 	assert.True(t, exists, "%s is absent after its pull", ref)
 
@@ -98,10 +95,9 @@ func testPullMissingIsImageNotFound(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	s.requireRegistry(t)
 	ref := fmt.Sprintf("%s/sandboxer/absent-%s:none", s.cfg.Fixtures.Registry, randomHex(6))
-	if s.forms.NoImageStore {
-		// The Kubernetes form: the pull is Run's, and a ref the registry
-		// does not have is ErrImageNotFound there, leaving nothing.
-		s.assertUnsupported(t, s.rt.PullImage(ctx, ref, nil), "pull", ref)
+	if s.images == nil {
+		// No image store (Kubernetes): the pull is Run's, and a ref the
+		// registry does not have is ErrImageNotFound there, leaving nothing.
 		spec := s.spec(t)
 		spec.Image = ref
 		s.track(t, spec.Name)
@@ -114,12 +110,12 @@ func testPullMissingIsImageNotFound(t *testing.T, s *suite) {
 		return
 	}
 
-	err := s.rt.PullImage(ctx, ref, nil)
+	err := s.images.PullImage(ctx, ref, nil)
 	require.Error(t, err, "pull of %s", ref)
 	assert.ErrorIs(t, err, runtime.ErrImageNotFound)
 	assertErrorNames(t, err, s.rt.Name(), ref)
 
-	exists, err := s.rt.ImageExists(ctx, ref)
+	exists, err := s.images.ImageExists(ctx, ref)
 	require.NoError(t, err, "image exists of an absent ref is not an error")
 	assert.False(t, exists)
 }

@@ -339,7 +339,7 @@ func (d *privateDockerd) pull(ctx context.Context, rt runtime.ContainerRuntime, 
 	d.t.Helper()
 	for _, ref := range refs {
 		start := time.Now()
-		require.NoError(d.t, rt.PullImage(ctx, ref, nil), "pull %s into the private dockerd", ref)
+		require.NoError(d.t, testkit.Store(d.t, rt).PullImage(ctx, ref, nil), "pull %s into the private dockerd", ref)
 		d.t.Logf("pulled %s in %s", ref, time.Since(start).Round(time.Millisecond))
 	}
 }

@@ -398,3 +398,11 @@ func TestHungRuntimeBoundsSweepAndTeardown(t *testing.T) {
 		assert.False(t, errors.Is(ctx.Err(), context.DeadlineExceeded), "the test ran out of time")
 	})
 }
+
+// Unwrap returns the wrapped runtime (runtime.Unwrapper): the provisioner
+// finds its image store through the meddler.
+func (m *meddler) Unwrap() runtime.ContainerRuntime { return m.ContainerRuntime }
+
+// Unwrap returns the wrapped runtime (runtime.Unwrapper): the provisioner
+// finds its image store through the counter.
+func (c *counter) Unwrap() runtime.ContainerRuntime { return c.ContainerRuntime }

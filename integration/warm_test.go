@@ -100,15 +100,16 @@ func TestWarmFirstConnects(t *testing.T) {
 func testBase(t *testing.T, ctx context.Context, e env, standin, ref, marker string) {
 	t.Helper()
 	rt := e.RT
+	store := testkit.Store(t, rt)
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(rt.SaveImage(ctx, standin, pw)) }()
+	go func() { pw.CloseWithError(store.SaveImage(ctx, standin, pw)) }()
 	base, err := runtime.ReadArchive(pr)
 	require.NoError(t, err, "save %s", standin)
 	defer base.Close()
 	var out bytes.Buffer
 	require.NoError(t, runtime.AppendLayer(&out, base, ref, nil, []runtime.LayerFile{{Name: "/sandboxer-test/marker", Body: []byte(marker)}}))
 	removeImageAtEnd(t, e, ref)
-	_, err = rt.LoadImage(ctx, &out)
+	_, err = store.LoadImage(ctx, &out)
 	require.NoError(t, err, "load %s", ref)
 }
 
@@ -120,7 +121,7 @@ func removeImageAtEnd(t *testing.T, e env, ref string) {
 		testkit.RemoveLabelled(t, e.RT, e.SandboxLabels())
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		assert.NoError(t, e.RT.RemoveImage(ctx, ref), "cleanup: remove %s", ref)
+		assert.NoError(t, testkit.Store(t, e.RT).RemoveImage(ctx, ref), "cleanup: remove %s", ref)
 	})
 }
 
@@ -210,7 +211,7 @@ func TestWarmTemplate(t *testing.T) {
 
 		// Same tag, other content: another template. (The first base goes
 		// first: retagged away, it would stay behind untagged.)
-		require.NoError(t, e.RT.RemoveImage(ctx, baseRef))
+		require.NoError(t, testkit.Store(t, e.RT).RemoveImage(ctx, baseRef))
 		testBase(t, ctx, e, e.Images["postgres"], baseRef, "two")
 		c, err := p.Provision(ctx, e.Owner("wc"), []string{"postgres"})
 		require.NoError(t, err)
@@ -228,15 +229,16 @@ func TestWarmTemplate(t *testing.T) {
 			// behind untagged.
 			_, err := p.Teardown(ctx, c.OwnerID)
 			require.NoError(t, err)
-			require.NoError(t, e.RT.RemoveImage(ctx, tmpl2))
+			require.NoError(t, testkit.Store(t, e.RT).RemoveImage(ctx, tmpl2))
+			store, busybox := testkit.Store(t, e.RT), testkit.Image(t, e.RT, "busybox")
 			pr, pw := io.Pipe()
-			go func() { pw.CloseWithError(e.RT.SaveImage(ctx, testkit.Image(t, e.RT, "busybox"), pw)) }()
+			go func() { pw.CloseWithError(store.SaveImage(ctx, busybox, pw)) }()
 			bb, err := runtime.ReadArchive(pr)
 			require.NoError(t, err)
 			defer bb.Close()
 			var garbage bytes.Buffer
 			require.NoError(t, runtime.AppendLayer(&garbage, bb, tmpl2, nil, []runtime.LayerFile{{Name: "/sandboxer-warm/garbage", Body: []byte("garbage")}}))
-			_, err = e.RT.LoadImage(ctx, &garbage)
+			_, err = testkit.Store(t, e.RT).LoadImage(ctx, &garbage)
 			require.NoError(t, err, "plant garbage under %s", tmpl2)
 
 			id := e.Owner("wd")

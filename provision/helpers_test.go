@@ -32,6 +32,9 @@ type world struct {
 	logs *syncBuffer
 	mu   sync.Mutex
 	evs  []provision.Event
+	// storeless: provisioners see the fake without its image store
+	// (noImageStore).
+	storeless bool
 }
 
 func newWorld(t *testing.T) *world {
@@ -71,7 +74,11 @@ func (w *world) options() provision.Options {
 
 func (w *world) provisioner(opts provision.Options) *provision.Provisioner {
 	w.t.Helper()
-	p, err := provision.New(w.fake, opts)
+	var rt runtime.ContainerRuntime = w.fake
+	if w.storeless {
+		rt = storeless{w.fake}
+	}
+	p, err := provision.New(rt, opts)
 	require.NoError(w.t, err)
 	return p
 }

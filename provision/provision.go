@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -51,11 +50,11 @@ type Provisioner struct {
 	// buildFailed maps a template ref to when its build last failed (see
 	// buildRetry).
 	buildFailed sync.Map
-	// noImageStore is set once the runtime said it has no image store
-	// (runtime.ErrUnsupported from ImageExists, PullImage or ImageID: a
-	// cluster, whose kubelet pulls): Run pulls, so its deadline includes
-	// the pull timeout, and warm start is off on it.
-	noImageStore atomic.Bool
+	// images is rt's image store (runtime.ImageStore, asked for once in
+	// New); nil for a runtime that has none (a cluster, whose kubelet
+	// pulls): Run pulls, so its deadline includes the pull timeout, and
+	// warm start is off on it.
+	images runtime.ImageStore
 }
 
 // New returns a Provisioner for rt. It checks opts (Options.Validate: an
@@ -68,7 +67,8 @@ func New(rt runtime.ContainerRuntime, opts Options) (*Provisioner, error) {
 	// The maps are the caller's: a later change of theirs must not reach
 	// the provisions of this Provisioner.
 	o.Images, o.Labels = maps.Clone(o.Images), maps.Clone(o.Labels)
-	return &Provisioner{rt: rt, opts: o, keys: labels.For(o.LabelPrefix)}, nil
+	images, _ := runtime.As[runtime.ImageStore](rt)
+	return &Provisioner{rt: rt, images: images, opts: o, keys: labels.For(o.LabelPrefix)}, nil
 }
 
 // Images returns the image each registered engine runs with, after
@@ -281,7 +281,7 @@ func (p *Provisioner) start(ctx context.Context, c *call, s *service, spec runti
 	// it completes, and the rollback then removes what it made. Where Run
 	// pulls (no image store), the pull is part of it, and so is its time.
 	runTimeout := cleanupTime
-	pulls := p.noImageStore.Load()
+	pulls := p.images == nil
 	if pulls {
 		runTimeout += p.opts.PullTimeout
 	}
@@ -378,18 +378,14 @@ func (p *Provisioner) event(kind EventKind, c *call, s *service, set func(*Event
 }
 
 // ensureImage pulls the image only when it is absent. A runtime without
-// an image store of its own (ImageExists or PullImage is
-// runtime.ErrUnsupported: a cluster, whose kubelet pulls) pulls at Run,
-// which still says runtime.ErrImageNotFound for an image it cannot have.
+// an image store of its own (no runtime.ImageStore: a cluster, whose
+// kubelet pulls) pulls at Run, which still says runtime.ErrImageNotFound
+// for an image it cannot have.
 func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) error {
-	if p.noImageStore.Load() {
-		return nil // learned once: Run pulls
+	if p.images == nil {
+		return nil // Run pulls
 	}
 	ok, err := p.imageExists(ctx, s.image)
-	if errors.Is(err, runtime.ErrUnsupported) {
-		p.noImageStore.Store(true)
-		return nil
-	}
 	if err != nil {
 		return err
 	}
@@ -399,13 +395,9 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 	p.emit(ctx, p.event(EventPullStart, c, s, nil))
 	pctx, cancel := context.WithTimeout(ctx, p.opts.PullTimeout)
 	defer cancel()
-	err = p.rt.PullImage(pctx, s.image, func(pp runtime.PullProgress) {
+	err = p.images.PullImage(pctx, s.image, func(pp runtime.PullProgress) {
 		p.emit(ctx, p.event(EventPullProgress, c, s, func(ev *Event) { ev.Progress = &pp }))
 	})
-	if errors.Is(err, runtime.ErrUnsupported) {
-		p.noImageStore.Store(true)
-		return nil // Run pulls
-	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("pull timed out after %s: %w", p.opts.PullTimeout, err)
@@ -418,18 +410,15 @@ func (p *Provisioner) ensureImage(ctx context.Context, c *call, s *service) erro
 
 // readImage reads where s's image keeps its data from its config, for the
 // engine to lay the sandbox out by (engines.Image). A runtime without an
-// image store (runtime.ErrUnsupported) leaves it unknown. An image no
+// image store (no runtime.ImageStore) leaves it unknown. An image no
 // sandbox can be laid out on is engines.ErrImageLayout.
 func (p *Provisioner) readImage(ctx context.Context, s *service) error {
-	if p.noImageStore.Load() {
-		return nil // learned once: no config to read
+	if p.images == nil {
+		return nil // no config to read
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
-	cfg, err := p.rt.ImageConfig(cctx, s.image)
-	if errors.Is(err, runtime.ErrUnsupported) {
-		return nil
-	}
+	cfg, err := p.images.ImageConfig(cctx, s.image)
 	if err != nil {
 		return err
 	}

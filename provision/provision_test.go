@@ -810,9 +810,9 @@ func TestPreClearOwnerSnapshotFails(t *testing.T) {
 func TestTeardown(t *testing.T) {
 	w := newWorld(t)
 	w.fake.AddImage("redis:8-alpine", "/data", "/extra")
-	// A VOLUME no tmpfs covers: the image's config is not read (as on a
-	// runtime without an image store), so /extra becomes an anonymous volume.
-	w.fake.Fail(fakeruntime.VerbImageConfig, "redis:8-alpine", runtime.ErrUnsupported)
+	// A VOLUME no tmpfs covers: on a runtime without an image store the
+	// image's config is not read, so /extra becomes an anonymous volume.
+	w.noImageStore()
 	var calls record[string]
 	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
 		if c.Verb == fakeruntime.VerbKill || c.Verb == fakeruntime.VerbRemove {
@@ -952,9 +952,9 @@ func TestTeardownRoundTrips(t *testing.T) {
 			w := newWorld(t)
 			w.fake.SetIDsNeverReused(tt.neverReused)
 			w.fake.AddImage("redis:8-alpine", "/data", "/extra")
-			// A VOLUME no tmpfs covers: the image's config is not read (as on a
-			// runtime without an image store), so /extra becomes an anonymous volume.
-			w.fake.Fail(fakeruntime.VerbImageConfig, "redis:8-alpine", runtime.ErrUnsupported)
+			// A VOLUME no tmpfs covers: on a runtime without an image store the
+			// image's config is not read, so /extra becomes an anonymous volume.
+			w.noImageStore()
 			p := w.provisioner(w.options())
 			sb, err := p.Provision(ctxT(t), "rt", []string{"postgres", "redis", "mongo"})
 			require.NoError(t, err)

@@ -98,7 +98,7 @@ type Template struct {
 
 // warmer is s's engine as a Warmer, when warm start is on and it is one.
 func (p *Provisioner) warmer(s *service) (engines.Warmer, bool) {
-	if p.opts.Warm == WarmOff || p.noImageStore.Load() {
+	if p.opts.Warm == WarmOff || p.images == nil {
 		return nil, false
 	}
 	w, ok := s.engine.(engines.Warmer)
@@ -147,7 +147,8 @@ func (p *Provisioner) EnsureTemplate(ctx context.Context, name string) (Template
 }
 
 // warmService is the service of the engine called name, when it can start
-// warm.
+// warm. A runtime without an image store keeps no template: an
+// ErrUnsupported error.
 func (p *Provisioner) warmService(name string) (*service, engines.Warmer, error) {
 	e, ok := p.opts.Registry.Lookup(name)
 	if !ok {
@@ -156,6 +157,9 @@ func (p *Provisioner) warmService(name string) (*service, engines.Warmer, error)
 	w, ok := e.(engines.Warmer)
 	if !ok {
 		return nil, nil, invalid("service", name, "starts cold: its engine has no warm start")
+	}
+	if p.images == nil {
+		return nil, nil, fmt.Errorf("templates of %s: %s has no image store to keep one in (its nodes pull at run): %w", name, p.rt.Name(), runtime.ErrUnsupported)
 	}
 	return &service{engine: e, spec: e.Spec(), image: p.opts.image(e.Spec())}, w, nil
 }
@@ -199,14 +203,14 @@ func (p *Provisioner) LookupTemplate(ctx context.Context, name string) (Template
 func (p *Provisioner) imageExists(ctx context.Context, ref string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
-	return p.rt.ImageExists(ctx, ref)
+	return p.images.ImageExists(ctx, ref)
 }
 
 // imageID is ImageID within Options.CallTimeout.
 func (p *Provisioner) imageID(ctx context.Context, ref string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
-	return p.rt.ImageID(ctx, ref)
+	return p.images.ImageID(ctx, ref)
 }
 
 // RemoveTemplate removes the template of service name's image, if there
@@ -218,7 +222,7 @@ func (p *Provisioner) RemoveTemplate(ctx context.Context, name string) (Template
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
-	if err := p.rt.RemoveImage(rctx, t.Ref); err != nil {
+	if err := p.images.RemoveImage(rctx, t.Ref); err != nil {
 		return t, err
 	}
 	t.Present = false
@@ -400,7 +404,7 @@ func warmFiles(spec runtime.RunSpec) []engines.WarmFile {
 // the result under t.Ref.
 func (p *Provisioner) loadTemplate(ctx context.Context, t Template, files []runtime.LayerFile, paths []string) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(p.rt.SaveImage(ctx, t.Base, pw)) }()
+	go func() { pw.CloseWithError(p.images.SaveImage(ctx, t.Base, pw)) }()
 	base, err := runtime.ReadArchive(pr)
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
@@ -419,7 +423,7 @@ func (p *Provisioner) loadTemplate(ctx context.Context, t Template, files []runt
 	}
 	lr, lw := io.Pipe()
 	go func() { lw.CloseWithError(runtime.AppendLayer(lw, base, t.Ref, lbls, files)) }()
-	_, err = p.rt.LoadImage(ctx, lr)
+	_, err = p.images.LoadImage(ctx, lr)
 	_ = lr.CloseWithError(io.ErrClosedPipe)
 	return err
 }
@@ -467,15 +471,6 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 // says why.
 func (p *Provisioner) warmSpec(ctx context.Context, c *call, s *service, w engines.Warmer, spec runtime.RunSpec) runtime.RunSpec {
 	t, err := p.template(ctx, c, s, w)
-	if errors.Is(err, runtime.ErrUnsupported) {
-		// The runtime has no image store to keep a template in: warm
-		// start is off on it, from now on, without a fallback each time.
-		p.noImageStore.Store(true)
-		if l := p.opts.Logger; l != nil {
-			l.DebugContext(ctx, "warm start off: the runtime has no image store", "runtime", p.rt.Name(), "error", err)
-		}
-		return spec
-	}
 	if err != nil {
 		if ctx.Err() == nil {
 			p.emit(ctx, p.event(EventWarmFallback, c, s, func(ev *Event) { ev.Err = c.redact.Error(fmt.Errorf("no warm template: %w", err)) }))
@@ -522,7 +517,7 @@ func (p *Provisioner) abandonWarm(ctx context.Context, c *call, s *service, caus
 	s.created, s.template = runtime.Container{}, ""
 	if blame {
 		rctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-		err := p.rt.RemoveImage(rctx, tmpl)
+		err := p.images.RemoveImage(rctx, tmpl)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("remove the failed warm template %s: %w", tmpl, err)

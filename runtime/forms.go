@@ -11,11 +11,6 @@ type Forms struct {
 	// NoHostPorts: RunSpec.Ports is ErrUnsupported; a container is
 	// reached at its address on a network (Container.Networks).
 	NoHostPorts bool
-	// NoImageStore: the image verbs (ImageExists, PullImage, ImageID,
-	// SaveImage, LoadImage, RemoveImage) are ErrUnsupported, because the
-	// backend pulls at Run by itself; Run of an image that cannot be had
-	// is still ErrImageNotFound.
-	NoImageStore bool
 	// NoProcessLimits: RunSpec.PidsLimit and RunSpec.Ulimits are
 	// ErrUnsupported (memory and CPU limits are enforced).
 	NoProcessLimits bool
@@ -43,7 +38,7 @@ type FormReporter interface {
 
 // FormsOf returns rt's Forms: the zero value unless rt reports others.
 func FormsOf(rt ContainerRuntime) Forms {
-	if f, ok := rt.(FormReporter); ok {
+	if f, ok := As[FormReporter](rt); ok {
 		return f.Forms()
 	}
 	return Forms{}

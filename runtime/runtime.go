@@ -28,34 +28,6 @@ type ContainerRuntime interface {
 	// Version pings the backend and reports what it is.
 	Version(ctx context.Context) (Info, error)
 
-	// ImageExists reports whether ref is present locally.
-	ImageExists(ctx context.Context, ref string) (bool, error)
-	// PullImage fetches ref. progress may be nil. A ref the registry does
-	// not have (or a registry that cannot serve it) gives ErrImageNotFound.
-	PullImage(ctx context.Context, ref string, progress ProgressFunc) error
-	// ImageID is the ID of ref's image: the digest of its config
-	// ("sha256:<hex>"), which names the same image on every runtime. An
-	// absent ref gives ErrImageNotFound.
-	ImageID(ctx context.Context, ref string) (string, error)
-	// ImageConfig is the layout ref's image config declares (its Env and
-	// VOLUMEs; see ImageConfig). An absent ref gives ErrImageNotFound.
-	ImageConfig(ctx context.Context, ref string) (ImageConfig, error)
-	// SaveImage writes ref's image to w as a docker-archive (the format
-	// of `docker save`: manifest.json, the config and every layer). An
-	// absent ref gives ErrImageNotFound.
-	SaveImage(ctx context.Context, ref string, w io.Writer) error
-	// LoadImage stores the one image of the docker-archive r (see
-	// ReadArchive) under its one tag, and returns that tag: once it
-	// returns, the image can be Run. An archive that breaks the format (not
-	// a tar, truncated, a file its manifest names missing) gives ErrInvalid
-	// and leaves no image behind.
-	LoadImage(ctx context.Context, r io.Reader) (string, error)
-	// RemoveImage removes the reference ref: afterwards ImageExists(ref)
-	// is false. A container that uses the image keeps existing and
-	// running (the runtime keeps what it needs). An absent ref is not an
-	// error.
-	RemoveImage(ctx context.Context, ref string) error
-
 	// Create creates a container from spec without starting it: it is in
 	// the "created" state, as a provisioner killed between create and
 	// start leaves one (Inspect reports it not running; Remove removes
@@ -116,6 +88,69 @@ type ContainerRuntime interface {
 
 	// Close releases the client's connections.
 	Close() error
+}
+
+// ImageStore is implemented by backends that keep images of their own,
+// which the provisioner pulls into, asks about and saves (Docker, Podman,
+// containerd). It is not part of the port: a backend whose nodes pull at
+// Run by themselves (Kubernetes' kubelet) has no image store, and the
+// lifecycle code asks for one once, by type (As), never by failing. Run of
+// an image such a backend cannot have is still ErrImageNotFound.
+type ImageStore interface {
+	// ImageExists reports whether ref is present locally.
+	ImageExists(ctx context.Context, ref string) (bool, error)
+	// PullImage fetches ref. progress may be nil. A ref the registry does
+	// not have (or a registry that cannot serve it) gives ErrImageNotFound.
+	PullImage(ctx context.Context, ref string, progress ProgressFunc) error
+	// ImageID is the ID of ref's image: the digest of its config
+	// ("sha256:<hex>"), which names the same image on every runtime. An
+	// absent ref gives ErrImageNotFound.
+	ImageID(ctx context.Context, ref string) (string, error)
+	// ImageConfig is the layout ref's image config declares (its Env and
+	// VOLUMEs; see ImageConfig). An absent ref gives ErrImageNotFound.
+	ImageConfig(ctx context.Context, ref string) (ImageConfig, error)
+	// SaveImage writes ref's image to w as a docker-archive (the format
+	// of `docker save`: manifest.json, the config and every layer). An
+	// absent ref gives ErrImageNotFound.
+	SaveImage(ctx context.Context, ref string, w io.Writer) error
+	// LoadImage stores the one image of the docker-archive r (see
+	// ReadArchive) under its one tag, and returns that tag: once it
+	// returns, the image can be Run. An archive that breaks the format (not
+	// a tar, truncated, a file its manifest names missing) gives ErrInvalid
+	// and leaves no image behind.
+	LoadImage(ctx context.Context, r io.Reader) (string, error)
+	// RemoveImage removes the reference ref: afterwards ImageExists(ref)
+	// is false. A container that uses the image keeps existing and
+	// running (the runtime keeps what it needs). An absent ref is not an
+	// error.
+	RemoveImage(ctx context.Context, ref string) error
+}
+
+// Unwrapper is implemented by wrappers of a ContainerRuntime (recorders,
+// timers, fault injectors) so that As finds the optional interfaces of
+// the runtime they wrap.
+type Unwrapper interface {
+	// Unwrap returns the wrapped runtime.
+	Unwrap() ContainerRuntime
+}
+
+// As reports whether rt, or a runtime it wraps (Unwrapper, followed to
+// the end), implements T, and returns the first that does: the one way
+// the lifecycle code asks for an optional interface (ImageStore,
+// Reconciler, Diagnoser, Adopter, FormReporter).
+func As[T any](rt ContainerRuntime) (T, bool) {
+	for rt != nil {
+		if t, ok := rt.(T); ok {
+			return t, true
+		}
+		u, ok := rt.(Unwrapper)
+		if !ok {
+			break
+		}
+		rt = u.Unwrap()
+	}
+	var zero T
+	return zero, false
 }
 
 // Snapshot is one look at a runtime: the containers a selector matched and

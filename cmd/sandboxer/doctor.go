@@ -146,7 +146,7 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 	if !info.ReportsOOMKill {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s does not report OOM kills: a sandbox killed for memory shows as \"exited (code 137)\" in ls and gc, not \"exited (OOM killed)\"", info.Runtime, info.Version))
 	}
-	if d, ok := sel.Runtime.(runtime.Diagnoser); ok {
+	if d, ok := runtime.As[runtime.Diagnoser](sel.Runtime); ok {
 		// What the adapter itself knows its backend needs of the host.
 		for _, f := range d.Diagnose(ctx) {
 			rep.Warnings = append(rep.Warnings, f.Problem)
@@ -154,9 +154,13 @@ func (a *app) diagnose(ctx context.Context, sel *detect.Selection) doctorReport 
 	}
 	for _, e := range a.describeEngines() {
 		ic := imageCheckJSON{Engine: e.Name, Image: e.Image, Source: e.ImageSource}
-		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		ok, err := sel.Runtime.ImageExists(ictx, e.Image)
-		cancel()
+		var ok bool
+		store, err := imageStore(sel.Runtime)
+		if err == nil {
+			ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			ok, err = store.ImageExists(ictx, e.Image)
+			cancel()
+		}
 		switch {
 		case errors.Is(err, runtime.ErrUnsupported):
 			// A cluster: the kubelet pulls at run, there is nothing to check.

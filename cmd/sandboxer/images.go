@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/roboco/sandboxer/runtime"
 )
 
 // imagesCmd moves images in and out of the runtime as docker-archives
@@ -32,8 +34,12 @@ func (a *app) imagesCmd() *cobra.Command {
 				return err
 			}
 			defer rt.Close()
+			store, err := imageStore(rt)
+			if err != nil {
+				return err
+			}
 			if out == "-" {
-				return rt.SaveImage(ctx, args[0], a.io.Out)
+				return store.SaveImage(ctx, args[0], a.io.Out)
 			}
 			// Written beside FILE and renamed: a failed save leaves no
 			// half archive under FILE.
@@ -42,7 +48,7 @@ func (a *app) imagesCmd() *cobra.Command {
 				return fmt.Errorf("save %s: %w", args[0], err)
 			}
 			defer os.Remove(tmp.Name())
-			if err := rt.SaveImage(ctx, args[0], tmp); err != nil {
+			if err := store.SaveImage(ctx, args[0], tmp); err != nil {
 				tmp.Close()
 				return err
 			}
@@ -77,7 +83,11 @@ func (a *app) imagesCmd() *cobra.Command {
 				return err
 			}
 			defer rt.Close()
-			ref, err := rt.LoadImage(ctx, r)
+			store, err := imageStore(rt)
+			if err != nil {
+				return err
+			}
+			ref, err := store.LoadImage(ctx, r)
 			if err != nil {
 				return err
 			}
@@ -88,4 +98,14 @@ func (a *app) imagesCmd() *cobra.Command {
 	load.Flags().StringVarP(&in, "input", "i", "", "the archive to read (- for stdin)")
 	cmd.AddCommand(save, load)
 	return cmd
+}
+
+// imageStore is rt's image store, or an ErrUnsupported error naming rt
+// when it has none (a cluster, whose nodes pull at run).
+func imageStore(rt runtime.ContainerRuntime) (runtime.ImageStore, error) {
+	store, ok := runtime.As[runtime.ImageStore](rt)
+	if !ok {
+		return nil, fmt.Errorf("%s has no image store of its own (its nodes pull at run): %w", rt.Name(), runtime.ErrUnsupported)
+	}
+	return store, nil
 }

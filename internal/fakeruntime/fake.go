@@ -841,4 +841,5 @@ func randomID() string {
 
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
+	_ runtime.ImageStore       = (*Runtime)(nil)
 )

@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -26,23 +25,33 @@ func Image(t testing.TB, rt runtime.ContainerRuntime, name string) string {
 
 // EnsureImage pulls ref into rt when it is absent (Run never pulls, and a
 // fresh machine has only what some test pulled before) and returns ref.
-// A runtime without an image store (ImageExists is ErrUnsupported: it
-// pulls at Run) is left to pull it.
+// A runtime without an image store (no runtime.ImageStore: it pulls at
+// Run) is left to pull it.
 // An image that can be neither found nor pulled ends the test through
 // testenv.Unavailable: a skip, or a failure when SANDBOXER_REQUIRE names
 // the runtime.
 func EnsureImage(t testing.TB, rt runtime.ContainerRuntime, ref string) string {
 	t.Helper()
-	ctx := Context(t, pullTimeout)
-	ok, err := rt.ImageExists(ctx, ref)
-	if errors.Is(err, runtime.ErrUnsupported) {
-		return ref // the runtime has no image store: it pulls at Run (runtime.Forms.NoImageStore)
+	store, ok := runtime.As[runtime.ImageStore](rt)
+	if !ok {
+		return ref // the runtime has no image store: it pulls at Run
 	}
+	ctx := Context(t, pullTimeout)
+	ok, err := store.ImageExists(ctx, ref)
 	require.NoError(t, err, "image exists %s", ref)
 	if !ok {
-		if err := rt.PullImage(ctx, ref, nil); err != nil {
+		if err := store.PullImage(ctx, ref, nil); err != nil {
 			testenv.Unavailable(t, rt.Name(), "image %s is absent and cannot be pulled: %v", ref, err)
 		}
 	}
 	return ref
+}
+
+// Store is rt's image store (runtime.ImageStore, through any wrapper); it
+// fails the test when rt has none.
+func Store(t testing.TB, rt runtime.ContainerRuntime) runtime.ImageStore {
+	t.Helper()
+	s, ok := runtime.As[runtime.ImageStore](rt)
+	require.True(t, ok, "%s has no image store (runtime.ImageStore)", rt.Name())
+	return s
 }

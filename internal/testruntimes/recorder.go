@@ -115,3 +115,8 @@ func passwordsOf(spec runtime.RunSpec) []string {
 	}
 	return out
 }
+
+// Unwrap returns the wrapped runtime (runtime.Unwrapper), so that the
+// provisioner finds its optional interfaces (its image store) through the
+// recorder.
+func (r *Recorder) Unwrap() runtime.ContainerRuntime { return r.ContainerRuntime }

@@ -123,6 +123,7 @@ var DefaultCNIPluginDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 // Compile-time proof that the adapter implements the port.
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
+	_ runtime.ImageStore       = (*Runtime)(nil)
 	_ runtime.Diagnoser        = (*Runtime)(nil)
 	_ runtime.Reconciler       = (*Runtime)(nil)
 )

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/docker"
 )
@@ -47,8 +48,8 @@ func BenchmarkRunRemove(b *testing.B) {
 				if _, err := r.Version(ctx); err != nil {
 					b.Skipf("%s: %v", be.name, err)
 				}
-				if ok, err := r.ImageExists(ctx, image); err != nil || !ok {
-					if err := r.PullImage(ctx, image, nil); err != nil {
+				if ok, err := testkit.Store(b, r).ImageExists(ctx, image); err != nil || !ok {
+					if err := testkit.Store(b, r).PullImage(ctx, image, nil); err != nil {
 						b.Fatalf("pull %s: %v", image, err)
 					}
 				}

@@ -71,6 +71,7 @@ const (
 // Compile-time proof that the adapter implements the port.
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
+	_ runtime.ImageStore       = (*Runtime)(nil)
 	_ runtime.IDRemover        = (*Runtime)(nil)
 )
 

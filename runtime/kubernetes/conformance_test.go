@@ -43,7 +43,7 @@ func TestConformance(t *testing.T) {
 		// makes for an image's VOLUME, under the container's own state.
 		Volumes: cl.criVolumes,
 		// The kubelet pulls into the CRI containerd, whose image list is
-		// `ctr -n k8s.io images ls` (the image verbs are ErrUnsupported,
+		// `ctr -n k8s.io images ls` (the adapter has no image store,
 		// so the suite never reads it).
 		Images: func(ctx context.Context) ([]string, error) {
 			return testkit.CLILines(ctx, "ctr", "-a", cl.criAddress, "-n", "k8s.io", "images", "ls", "-q")

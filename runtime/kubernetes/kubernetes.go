@@ -63,9 +63,9 @@
 // Unsupported, as runtime.ErrUnsupported (runtime.Forms says which):
 // published ports (a pod cannot be published on the provisioner's
 // 127.0.0.1: use network mode and the pod address), PidsLimit and Ulimits
-// (no pod field), tmpfs options other than size and rw, ExecSpec.User, and
-// the image verbs: the kubelet pulls at Run, so ImageExists, PullImage,
-// ImageID, SaveImage, LoadImage and RemoveImage have nothing honest to do
+// (no pod field), tmpfs options other than size and rw, and ExecSpec.User.
+// It has no image store (it does not implement runtime.ImageStore): the
+// kubelet pulls at Run, and the API has no store to ask, fill or empty
 // (the provisioner then lets Run pull, and warm start is off).
 package kubernetes
 
@@ -246,7 +246,6 @@ func (r *Runtime) Namespace() string { return r.namespace }
 func (r *Runtime) Forms() runtime.Forms {
 	return runtime.Forms{
 		NoHostPorts:     true,
-		NoImageStore:    true,
 		NoProcessLimits: true,
 		NoExecUser:      true,
 		TmpfsSizeOnly:   true,

@@ -50,7 +50,7 @@ func TestSweepContainersReconcilesNetworkLeases(t *testing.T) {
 	broken := connect(containerd.WithCNIPluginDirs(testkit.CNIPluginDirWith(t, containerd.DefaultCNIPluginDirs, "firewall", testkit.CNIFailOn("DEL"))))
 	ctx := testkit.Context(t, 3*time.Minute)
 
-	require.NoError(t, r.PullImage(ctx, image, nil), "pull into namespace %s", ns)
+	require.NoError(t, testkit.Store(t, r).PullImage(ctx, image, nil), "pull into namespace %s", ns)
 	t.Cleanup(func() { dropNamespace(t, r.Endpoint(), ns, image) })
 	network := "sbx-test-" + testkit.RandomHex(4)
 	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: network})
