@@ -152,8 +152,8 @@ const envPingTimeout = "SANDBOXER_PING_TIMEOUT"
 const envUnenforcedLimits = "SANDBOXER_UNENFORCED_LIMITS"
 
 const rootLong = `sandboxer gives each agent, developer or CI job its own throwaway
-Postgres, Redis and Mongo, as sibling containers on Docker, Podman or
-containerd. Data lives on tmpfs; passwords are fresh per sandbox and only
+Postgres, Redis and Mongo, as sibling containers on Docker, Podman,
+containerd or Kubernetes. Data lives on tmpfs; passwords are fresh per sandbox and only
 ever printed where env output is asked for.
 
 Runtime: --runtime auto (default; env SANDBOXER_RUNTIME) tries, in order,
@@ -165,7 +165,9 @@ when one of them does not answer, so that they never miss the runtime an
 earlier up landed on. Endpoints follow each ecosystem's conventions:
 DOCKER_HOST (--docker-host), CONTAINER_HOST (--container-host),
 CONTAINERD_ADDRESS / CONTAINERD_NAMESPACE (--containerd-address,
---containerd-namespace).
+--containerd-namespace). Kubernetes is never auto-detected: --runtime
+kubernetes uses the cluster of KUBECONFIG, else ~/.kube/config, else a
+pod's in-cluster config, in the namespace SANDBOXER_K8S_NAMESPACE.
 
 Images: each engine's default image, unless SANDBOXER_IMAGE_<ENGINE> or
 --image ENGINE=REF says otherwise (air-gapped hosts, private mirrors).

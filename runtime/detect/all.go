@@ -20,7 +20,7 @@ type Connected struct {
 
 // Survey is the outcome of DetectAll.
 type Survey struct {
-	// Asked is the runtime name asked for (Auto or one of Runtimes) and
+	// Asked is the runtime name asked for (Auto or one of Choosable) and
 	// AskedBy where that came from ("--runtime", "SANDBOXER_RUNTIME",
 	// "default").
 	Asked, AskedBy string

@@ -76,8 +76,8 @@ const Auto = "auto"
 
 // Environment variables read when the matching option is empty.
 const (
-	// EnvRuntime names the runtime explicitly: auto, docker, podman or
-	// containerd.
+	// EnvRuntime names the runtime explicitly: auto or one of Choosable
+	// (docker, podman, containerd, kubernetes).
 	EnvRuntime = "SANDBOXER_RUNTIME"
 	// EnvDockerHost is Docker's endpoint convention.
 	EnvDockerHost = "DOCKER_HOST"
@@ -119,8 +119,8 @@ func Choosable() []string { return slices.Concat(Runtimes, ExplicitOnly) }
 // reads it.
 const EnvKubeconfig = "KUBECONFIG"
 
-// ErrUnknownRuntime: the runtime named explicitly is none of Runtimes (and
-// not Auto). It is an input error.
+// ErrUnknownRuntime: the runtime named explicitly is none of Choosable
+// (and not Auto). It is an input error.
 var ErrUnknownRuntime = errors.New("unknown runtime")
 
 // UnavailableError is Detect's error when no candidate answered. It matches
@@ -154,7 +154,8 @@ func unavailable(reason string, probes []Probe) *UnavailableError {
 
 // Candidate is one runtime endpoint detection may choose.
 type Candidate struct {
-	// Runtime is the adapter's name: "docker", "podman" or "containerd".
+	// Runtime is the adapter's name: "docker", "podman", "containerd" or
+	// "kubernetes".
 	Runtime string
 	// Endpoint is the address, as the adapter takes it
 	// ("unix:///var/run/docker.sock", "tcp://...", a socket path for
@@ -253,7 +254,8 @@ func (p Probe) Describe() string {
 // environment and the well-known sockets, with the real adapters.
 type Options struct {
 	// Runtime is Auto, "" (read SANDBOXER_RUNTIME, then Auto) or one of
-	// Runtimes.
+	// Choosable: docker, podman, containerd (which auto-detection tries
+	// too) or kubernetes (ExplicitOnly).
 	Runtime string
 	// DockerHost, ContainerHost, ContainerdAddress and ContainerdNamespace
 	// are endpoints given explicitly (the CLI's flags); empty ones are read
@@ -334,7 +336,7 @@ func (o Options) withDefaults() Options {
 
 // Choice resolves the runtime name asked for (option, then SANDBOXER_RUNTIME,
 // then Auto) and where that came from ("--runtime", "SANDBOXER_RUNTIME" or
-// "default"). A name that is not Auto or one of Runtimes is an error
+// "default"). A name that is not Auto or one of Choosable is an error
 // matching ErrUnknownRuntime.
 func Choice(opts Options) (name, source string, err error) {
 	opts = opts.withDefaults()
@@ -428,7 +430,7 @@ type Selection struct {
 	Chosen Probe
 	// Probes are every candidate, in order, with its outcome.
 	Probes []Probe
-	// Asked is the runtime name asked for (Auto or one of Runtimes) and
+	// Asked is the runtime name asked for (Auto or one of Choosable) and
 	// AskedBy where that came from ("--runtime", "SANDBOXER_RUNTIME",
 	// "default").
 	Asked, AskedBy string
