@@ -11,7 +11,8 @@ import (
 
 // testLimitsRefusedWhereUnenforceable is MemoryCPUPidsLimitsInCgroup on a
 // rootless runtime on cgroup v1, which has no cgroup of its own to put
-// limits in: each limit alone is refused as runtime.ErrUnsupported, by
+// limits in: each limit alone is refused as runtime.ErrUnenforceableLimits
+// (an ErrUnsupported), by
 // Run and by Create, with an error that names the runtime and the
 // container, and nothing is left behind; the same spec without limits
 // runs. (A limit is never dropped silently: the adapters' explicit
@@ -34,11 +35,11 @@ func testLimitsRefusedWhereUnenforceable(t *testing.T, s *suite) {
 			tc.modify(&spec)
 			s.track(t, spec.Name)
 			_, err := s.rt.Run(ctx, spec)
-			require.ErrorIs(t, err, runtime.ErrUnsupported, "run")
+			require.ErrorIs(t, err, runtime.ErrUnenforceableLimits, "run")
 			assert.Contains(t, err.Error(), s.rt.Name(), "the error names the runtime")
 			assert.Contains(t, err.Error(), spec.Name, "the error names the container")
 			_, err = s.rt.Create(ctx, spec)
-			require.ErrorIs(t, err, runtime.ErrUnsupported, "create")
+			require.ErrorIs(t, err, runtime.ErrUnenforceableLimits, "create")
 			_, err = s.rt.Inspect(ctx, spec.Name)
 			assert.ErrorIs(t, err, runtime.ErrNotFound, "nothing was made")
 			left, err := s.rt.List(ctx, map[string]string{testLabel: t.Name()})

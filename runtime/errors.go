@@ -21,6 +21,12 @@ var (
 	// ErrUnsupported: the backend cannot honour a requested setting (a
 	// limit is never silently dropped).
 	ErrUnsupported = errors.New("unsupported")
+	// ErrUnenforceableLimits: the backend cannot enforce the memory, CPU
+	// or pids limits asked for (rootless Podman on cgroup v1), and refused
+	// the container rather than run it unbounded. It is an ErrUnsupported
+	// (errors.Is matches both); the one an explicit opt-out
+	// (podman.WithUnenforcedLimits) turns into a warning.
+	ErrUnenforceableLimits = fmt.Errorf("%w: limits cannot be enforced", ErrUnsupported)
 	// ErrInvalid: the request itself breaks a rule of the port (a run spec
 	// without an image, a negative limit, a port out of range; see
 	// RunSpec.Normalize): no backend would accept it, and nothing was made.

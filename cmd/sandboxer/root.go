@@ -120,12 +120,20 @@ func (a *app) main(ctx context.Context, args []string) int {
 	if code == ExitUsage && !a.started(root) {
 		msg += fmt.Sprintf(" (see %s --help)", commandPath(root, args))
 	}
-	if errors.Is(err, runtime.ErrUnsupported) && !a.unenforcedLimits {
-		// The adapter's advice names its Go option; this is the CLI's.
-		msg += fmt.Sprintf(" (the CLI's opt-out: --unenforced-limits or %s=1; `sandboxer doctor` says what else would do)", envUnenforcedLimits)
-	}
+	msg += limitsHint(err, a.unenforcedLimits)
 	fmt.Fprintln(stdio.Err, "sandboxer: "+msg)
 	return code
+}
+
+// limitsHint is what the CLI adds to an error that refused limits it
+// cannot enforce: the adapter's advice names its Go option, this names the
+// CLI's. Other unsupported requests (a runtime without an image store, say)
+// get no hint: the opt-out would not change them.
+func limitsHint(err error, optedOut bool) string {
+	if optedOut || !errors.Is(err, runtime.ErrUnenforceableLimits) {
+		return ""
+	}
+	return fmt.Sprintf(" (the CLI's opt-out: --unenforced-limits or %s=1; `sandboxer doctor` says what else would do)", envUnenforcedLimits)
 }
 
 // started reports whether a command's RunE began (errors before it are

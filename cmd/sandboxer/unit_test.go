@@ -268,6 +268,38 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// TestLimitsHint: the CLI names its limits opt-out after an error that
+// refused unenforceable limits, and only then: a runtime without an image
+// store is unsupported too, and --unenforced-limits would not change it.
+func TestLimitsHint(t *testing.T) {
+	refused := &provision.Error{Owner: "o", Service: "redis", Stage: "run",
+		Err: runtime.NewError("podman", runtime.OpRun, "sbx", runtime.ErrUnenforceableLimits, errors.New("rootless Podman on cgroup v1"))}
+	noStore := fmt.Errorf("kubernetes has no image store of its own: %w", runtime.ErrUnsupported)
+	tests := []struct {
+		name     string
+		err      error
+		optedOut bool
+		want     bool
+	}{
+		{"LimitsRefused", refused, false, true},
+		{"LimitsRefusedButOptedOut", refused, true, false},
+		{"NoImageStore", noStore, false, false},
+		{"Other", errors.New("disk full"), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hint := limitsHint(tt.err, tt.optedOut)
+			if tt.want {
+				assert.Contains(t, hint, "--unenforced-limits")
+				assert.Contains(t, hint, envUnenforcedLimits)
+			} else {
+				assert.Empty(t, hint)
+			}
+		})
+	}
+	assert.ErrorIs(t, refused, runtime.ErrUnsupported, "a limits refusal is still unsupported")
+}
+
 func TestShellFormatSurvivesSh(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	require.NoError(t, err, "the shell format is proven against a real sh")

@@ -30,8 +30,8 @@
 // socket): a service without CAP_SYS_RESOURCE cannot raise them, and
 // Podman's default of 1048576 would fail every start. A memory, CPU or
 // pids limit that the service would drop (rootless Podman on cgroup v1
-// only warns) is runtime.ErrUnsupported unless WithUnenforcedLimits is
-// given. Containers are never privileged, do not inherit the service's
+// only warns) is runtime.ErrUnenforceableLimits (an ErrUnsupported) unless
+// WithUnenforcedLimits is given. Containers are never privileged, do not inherit the service's
 // proxy variables, and get no mounts besides the requested tmpfs and the
 // image's anonymous volumes, which Remove deletes. Beyond the port,
 // WithLifetime gives every container a hard deadline enforced by conmon, a
