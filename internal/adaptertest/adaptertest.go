@@ -5,9 +5,8 @@
 // helpers, and the check that every verb on an unreachable endpoint fails
 // fast with runtime.ErrUnavailable. It is imported only by _test files.
 //
-// Some of its names are one-line forwards to testkit, where the helper now
-// lives (Ctx, RandomSuffix, Busybox, the ports and the endpoints), so that
-// the adapters' tests keep compiling unchanged; new tests use testkit.
+// What is not adapter-specific (random names, fixtures, contexts, ports)
+// lives in testkit, and the adapters' tests call it there.
 package adaptertest
 
 import (
@@ -33,18 +32,6 @@ const (
 // well within go test's own timeout.
 func Ctx(t testing.TB) context.Context {
 	return testkit.Context(t, 2*time.Minute)
-}
-
-// RandomSuffix is 8 random hex characters (testkit.RandomHex(4)), for
-// container and network names.
-func RandomSuffix(testing.TB) string {
-	return testkit.RandomHex(4)
-}
-
-// Busybox returns the busybox fixture, present on r (testkit.Image).
-func Busybox(t testing.TB, r runtime.ContainerRuntime) string {
-	t.Helper()
-	return testkit.Image(t, r, "busybox")
 }
 
 // Labels labels a test's objects and registers the cleanup that removes

@@ -7,17 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
-
-// HoldPort is testkit.HoldPort: a 127.0.0.1 port taken until the test
-// ends.
-func HoldPort(t testing.TB) int { return testkit.HoldPort(t) }
-
-// FreePort is testkit.FreePort: a 127.0.0.1 port that was free a moment
-// ago.
-func FreePort(t testing.TB) int { return testkit.FreePort(t) }
 
 // AssertNoKind checks that err has none of the port's error kinds: a taken
 // host port is a failure of its own, not "not found" or "already exists".

@@ -16,6 +16,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -37,11 +38,11 @@ func TestVersion(t *testing.T) {
 func TestRunHonoursTheSpec(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
 	netName := testNetwork(t, r, labels)
 
-	spec := adaptertest.Sleeper(img, "sandboxer-test-spec-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-spec-"+testkit.RandomHex(4), labels)
 	spec.Env = map[string]string{"SBX_A": "1", "SBX_B": "two words"}
 	spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m"}
 	spec.MemoryBytes = 64 << 20
@@ -124,7 +125,7 @@ func TestRunHonoursTheSpec(t *testing.T) {
 
 func TestRunFailuresLeaveNothingBehind(t *testing.T) {
 	r := newTestRuntime(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	tests := []struct {
 		name     string
 		mutate   func(*runtime.RunSpec)
@@ -158,7 +159,7 @@ func TestRunFailuresLeaveNothingBehind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := adaptertest.Ctx(t)
 			labels := adaptertest.Labels(t, r)
-			spec := adaptertest.Sleeper(img, "sandboxer-test-fail-"+adaptertest.RandomSuffix(t), labels)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-fail-"+testkit.RandomHex(4), labels)
 			tc.mutate(&spec)
 
 			_, err := r.Run(ctx, spec)
@@ -183,9 +184,9 @@ func TestRunFailuresLeaveNothingBehind(t *testing.T) {
 func TestRunUnderALiveNameIsAlreadyExists(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
-	spec := adaptertest.Sleeper(img, "sandboxer-test-dup-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-dup-"+testkit.RandomHex(4), labels)
 	first, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 
@@ -211,9 +212,9 @@ func TestRunUnderALiveNameIsAlreadyExists(t *testing.T) {
 func TestCreateThenLifecycleVerbs(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
-	spec := adaptertest.Sleeper(img, "sandboxer-test-created-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-created-"+testkit.RandomHex(4), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
 
 	c, err := r.Create(ctx, spec)
@@ -236,9 +237,9 @@ func TestCreateThenLifecycleVerbs(t *testing.T) {
 func TestExec(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
-	c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-exec-"+adaptertest.RandomSuffix(t), labels))
+	c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-exec-"+testkit.RandomHex(4), labels))
 	require.NoError(t, err)
 
 	tests := []struct {
@@ -273,7 +274,7 @@ func TestExec(t *testing.T) {
 	}
 
 	t.Run("AbsentContainerIsNotFound", func(t *testing.T) {
-		_, err := r.Exec(ctx, "sandboxer-test-absent-"+adaptertest.RandomSuffix(t), runtime.ExecSpec{Cmd: []string{"true"}})
+		_, err := r.Exec(ctx, "sandboxer-test-absent-"+testkit.RandomHex(4), runtime.ExecSpec{Cmd: []string{"true"}})
 		assert.ErrorIs(t, err, runtime.ErrNotFound)
 	})
 	t.Run("StoppedContainerIsAnError", func(t *testing.T) {
@@ -287,12 +288,12 @@ func TestExec(t *testing.T) {
 
 func TestStopAndKill(t *testing.T) {
 	r := newTestRuntime(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 
 	t.Run("StopWaitsGraceThenKills", func(t *testing.T) {
 		ctx := adaptertest.Ctx(t)
 		labels := adaptertest.Labels(t, r)
-		spec := adaptertest.Sleeper(img, "sandboxer-test-stop-"+adaptertest.RandomSuffix(t), labels)
+		spec := adaptertest.Sleeper(img, "sandboxer-test-stop-"+testkit.RandomHex(4), labels)
 		spec.Command = []string{"sh", "-c", "trap '' TERM; while :; do sleep 1; done"}
 		c, err := r.Run(ctx, spec)
 		require.NoError(t, err)
@@ -311,7 +312,7 @@ func TestStopAndKill(t *testing.T) {
 
 	t.Run("StopHonoursTERM", func(t *testing.T) {
 		ctx := adaptertest.Ctx(t)
-		c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-term-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r)))
+		c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-term-"+testkit.RandomHex(4), adaptertest.Labels(t, r)))
 		require.NoError(t, err)
 		require.NoError(t, r.Stop(ctx, c.ID, 30*time.Second))
 		got, err := r.Inspect(ctx, c.ID)
@@ -322,7 +323,7 @@ func TestStopAndKill(t *testing.T) {
 
 	t.Run("KillReturnsStopped", func(t *testing.T) {
 		ctx := adaptertest.Ctx(t)
-		c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-kill-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r)))
+		c, err := r.Run(ctx, adaptertest.Sleeper(img, "sandboxer-test-kill-"+testkit.RandomHex(4), adaptertest.Labels(t, r)))
 		require.NoError(t, err)
 		require.NoError(t, r.Kill(ctx, c.Name))
 		got, err := r.Inspect(ctx, c.ID)
@@ -333,7 +334,7 @@ func TestStopAndKill(t *testing.T) {
 
 	t.Run("AbsentContainer", func(t *testing.T) {
 		ctx := adaptertest.Ctx(t)
-		absent := "sandboxer-test-absent-" + adaptertest.RandomSuffix(t)
+		absent := "sandboxer-test-absent-" + testkit.RandomHex(4)
 		assert.ErrorIs(t, r.Stop(ctx, absent, time.Second), runtime.ErrNotFound)
 		assert.ErrorIs(t, r.Kill(ctx, absent), runtime.ErrNotFound)
 		_, err := r.Inspect(ctx, absent)
@@ -351,7 +352,7 @@ func TestRemoveDeletesAnonymousVolumes(t *testing.T) {
 			testenv.Unavailable(t, Name, "image %s: %v", ref, err)
 		}
 	}
-	c, err := r.Run(ctx, adaptertest.Sleeper(ref, "sandboxer-test-vol-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r)))
+	c, err := r.Run(ctx, adaptertest.Sleeper(ref, "sandboxer-test-vol-"+testkit.RandomHex(4), adaptertest.Labels(t, r)))
 	require.NoError(t, err)
 
 	var vol string
@@ -373,7 +374,7 @@ func TestRemoveDeletesAnonymousVolumes(t *testing.T) {
 func TestListBySelectorAcrossStates(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
 	with := func(extra map[string]string) map[string]string {
 		out := map[string]string{}
@@ -385,7 +386,7 @@ func TestListBySelectorAcrossStates(t *testing.T) {
 		}
 		return out
 	}
-	name := func(s string) string { return "sandboxer-test-list-" + s + "-" + adaptertest.RandomSuffix(t) }
+	name := func(s string) string { return "sandboxer-test-list-" + s + "-" + testkit.RandomHex(4) }
 
 	running, err := r.Run(ctx, adaptertest.Sleeper(img, name("running"), with(map[string]string{"role": "a", "tier": "x"})))
 	require.NoError(t, err)
@@ -441,7 +442,7 @@ func TestNetworks(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
 	labels := adaptertest.Labels(t, r)
-	name := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
+	name := "sandboxer-test-net-" + testkit.RandomHex(4)
 	t.Cleanup(func() { _ = r.RemoveNetwork(ctx, name) })
 
 	n, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: labels})
@@ -463,7 +464,7 @@ func TestNetworks(t *testing.T) {
 func TestImages(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 
 	t.Run("Exists", func(t *testing.T) {
 		ok, err := r.ImageExists(ctx, img)
@@ -471,7 +472,7 @@ func TestImages(t *testing.T) {
 		assert.True(t, ok)
 	})
 	t.Run("AbsentIsFalseNotError", func(t *testing.T) {
-		ok, err := r.ImageExists(ctx, "sandboxer-dev/absent:"+adaptertest.RandomSuffix(t))
+		ok, err := r.ImageExists(ctx, "sandboxer-dev/absent:"+testkit.RandomHex(4))
 		require.NoError(t, err)
 		assert.False(t, ok)
 	})
@@ -482,8 +483,8 @@ func TestImages(t *testing.T) {
 	}
 	if reg := testenv.Getenv("SANDBOXER_REGISTRY"); reg != "" {
 		absent = append(absent,
-			struct{ name, ref string }{name: "UnknownRepository", ref: reg + "/sandboxer/absent-" + adaptertest.RandomSuffix(t) + ":latest"},
-			struct{ name, ref string }{name: "UnknownTag", ref: strings.SplitN(img, ":", 2)[0] + ":absent-" + adaptertest.RandomSuffix(t)},
+			struct{ name, ref string }{name: "UnknownRepository", ref: reg + "/sandboxer/absent-" + testkit.RandomHex(4) + ":latest"},
+			struct{ name, ref string }{name: "UnknownTag", ref: strings.SplitN(img, ":", 2)[0] + ":absent-" + testkit.RandomHex(4)},
 		)
 	}
 	for _, tc := range absent {

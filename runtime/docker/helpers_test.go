@@ -9,6 +9,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/adaptertest"
 	"github.com/roboco/sandboxer/internal/testenv"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -41,7 +42,7 @@ func testNetwork(t *testing.T, r *Runtime, labels map[string]string) string {
 // cleanup, after the containers that carry spec.Labels.
 func testNetworkOf(t *testing.T, r *Runtime, spec runtime.NetworkSpec) runtime.Network {
 	t.Helper()
-	name := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
+	name := "sandboxer-test-net-" + testkit.RandomHex(4)
 	labels := spec.Labels
 	spec.Name = name
 	n, err := r.CreateNetwork(adaptertest.Ctx(t), spec)

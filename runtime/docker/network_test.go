@@ -45,7 +45,7 @@ func dockerCLI(ctx context.Context, r *Runtime, args ...string) (string, error) 
 // fetches url within 5 s: nil when it got token.
 func neighbourFetch(t *testing.T, ctx context.Context, r *Runtime, img, network, url, token string) error {
 	t.Helper()
-	name := "sandboxer-test-neighbour-" + adaptertest.RandomSuffix(t)
+	name := "sandboxer-test-neighbour-" + testkit.RandomHex(4)
 	t.Cleanup(func() { _, _ = dockerCLI(context.Background(), r, "rm", "-f", name) })
 	args := []string{"run", "--rm", "--name", name, "--label", adaptertest.Label + "=neighbour"}
 	if network != "" {
@@ -82,7 +82,7 @@ func adapterFetch(ctx context.Context, r *Runtime, container, url, token string)
 // URL there.
 func serve(t *testing.T, ctx context.Context, r *Runtime, img, network string, labels map[string]string, token string) (name, url string) {
 	t.Helper()
-	spec := adaptertest.Sleeper(img, "sandboxer-test-srv-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-srv-"+testkit.RandomHex(4), labels)
 	spec.Command = webServer(token)
 	spec.Network = network
 	c, err := r.Run(ctx, spec)
@@ -99,7 +99,7 @@ func TestNetworkAsTheDaemonStoresIt(t *testing.T) {
 	require.NoError(t, err)
 	for _, internal := range []bool{false, true} {
 		t.Run(fmt.Sprintf("internal=%v", internal), func(t *testing.T) {
-			name := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
+			name := "sandboxer-test-net-" + testkit.RandomHex(4)
 			t.Cleanup(func() { assert.NoError(t, r.RemoveNetwork(context.Background(), name), "cleanup") })
 			n, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: map[string]string{adaptertest.Label: "stored"}, Internal: internal})
 			require.NoError(t, err)
@@ -138,10 +138,10 @@ func TestNetworkAsTheDaemonStoresIt(t *testing.T) {
 func TestNeighbourOnTheDefaultBridgeCannotConnect(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
 	netName := testNetwork(t, r, labels)
-	token := adaptertest.RandomSuffix(t)
+	token := testkit.RandomHex(4)
 	srv, url := serve(t, ctx, r, img, netName, labels, token)
 
 	testkit.Poll(t, 30*time.Second, 200*time.Millisecond, func() error { return neighbourFetch(t, ctx, r, img, netName, url, token) },
@@ -149,9 +149,9 @@ func TestNeighbourOnTheDefaultBridgeCannotConnect(t *testing.T) {
 	assert.Error(t, neighbourFetch(t, ctx, r, img, "", url, token), "a docker run neighbour on the default bridge reaches %s", url)
 
 	// The other way: a server made with the CLI on the default bridge.
-	other := "sandboxer-test-bridge-srv-" + adaptertest.RandomSuffix(t)
+	other := "sandboxer-test-bridge-srv-" + testkit.RandomHex(4)
 	t.Cleanup(func() { _, _ = dockerCLI(context.Background(), r, "rm", "-f", other) })
-	otherToken := adaptertest.RandomSuffix(t)
+	otherToken := testkit.RandomHex(4)
 	out, err := dockerCLI(ctx, r, append([]string{"run", "-d", "--name", other, "--label", adaptertest.Label + "=neighbour", img}, webServer(otherToken)...)...)
 	require.NoError(t, err, "docker run: %s", out)
 	addr, err := dockerCLI(ctx, r, "inspect", "-f", "{{.NetworkSettings.IPAddress}}", other)
@@ -172,12 +172,12 @@ func TestNeighbourOnTheDefaultBridgeCannotConnect(t *testing.T) {
 func TestInternalNetworkCannotReachTheHost(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
 
 	ln, err := net.Listen("tcp4", "0.0.0.0:0")
 	require.NoError(t, err)
-	token := adaptertest.RandomSuffix(t)
+	token := testkit.RandomHex(4)
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(token)) }), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { _ = hs.Close() })
@@ -193,7 +193,7 @@ func TestInternalNetworkCannotReachTheHost(t *testing.T) {
 
 	in := testNetworkOf(t, r, runtime.NetworkSpec{Labels: labels, Internal: true})
 	internal := in.Name
-	spec := adaptertest.Sleeper(img, "sandboxer-test-int-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-int-"+testkit.RandomHex(4), labels)
 	spec.Network = internal
 	_, err = r.Run(ctx, spec)
 	require.NoError(t, err)
@@ -214,7 +214,7 @@ func TestInternalNetworkCannotReachTheHost(t *testing.T) {
 func TestCreateNetworkRetriesAnOverlappingSubnet(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	foreign := "sandboxer-test-foreign-" + adaptertest.RandomSuffix(t)
+	foreign := "sandboxer-test-foreign-" + testkit.RandomHex(4)
 	t.Cleanup(func() {
 		if out, err := dockerCLI(context.Background(), r, "network", "rm", foreign); err != nil {
 			t.Errorf("cleanup: docker network rm %s: %v: %s", foreign, err, out)
@@ -228,7 +228,7 @@ func TestCreateNetworkRetriesAnOverlappingSubnet(t *testing.T) {
 			require.NoError(t, err, "docker network create: %s", out)
 		}
 	}
-	name := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
+	name := "sandboxer-test-net-" + testkit.RandomHex(4)
 	t.Cleanup(func() { assert.NoError(t, r.RemoveNetwork(context.Background(), name), "cleanup") })
 	n, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name})
 	require.NoError(t, err)
@@ -243,11 +243,11 @@ func TestCreateNetworkRetriesAnOverlappingSubnet(t *testing.T) {
 func TestRunRefusesPortsOnAnInternalNetwork(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
 	internal := testNetworkOf(t, r, runtime.NetworkSpec{Labels: labels, Internal: true}).Name
 
-	spec := adaptertest.Sleeper(img, "sandboxer-test-int-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-int-"+testkit.RandomHex(4), labels)
 	spec.Network = internal
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
 	_, err := r.Run(ctx, spec)
@@ -278,7 +278,7 @@ func TestConcurrentCreatesOfOneNameLeaveOneNetwork(t *testing.T) {
 	ctx := adaptertest.Ctx(t)
 	labels := adaptertest.Labels(t, r)
 	for round := range 3 {
-		name := fmt.Sprintf("sandboxer-test-same-%d-%s", round, adaptertest.RandomSuffix(t))
+		name := fmt.Sprintf("sandboxer-test-same-%d-%s", round, testkit.RandomHex(4))
 		t.Cleanup(func() {
 			// Every network of the name, should a duplicate survive.
 			out, _ := dockerCLI(context.Background(), r, "network", "ls", "-q", "--filter", "name=^"+name+"$")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/adaptertest"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
@@ -63,7 +64,7 @@ func (p *portRace) beforeStart(_ context.Context, attempt int, id string) error 
 func TestRunRetriesATakenEphemeralPort(t *testing.T) {
 	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	tests := []struct {
 		name  string
 		ports func() []runtime.PortSpec
@@ -72,14 +73,14 @@ func TestRunRetriesATakenEphemeralPort(t *testing.T) {
 			return []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081}}
 		}},
 		{name: "BesideAFixedPort", ports: func() []runtime.PortSpec {
-			return []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081, HostPort: adaptertest.FreePort(t)}}
+			return []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081, HostPort: testkit.FreePort(t)}}
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := adaptertest.Ctx(t)
 			labels := adaptertest.Labels(t, r)
-			spec := adaptertest.Sleeper(img, "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-portrace-"+testkit.RandomHex(4), labels)
 			spec.Ports = tc.ports()
 			race := newPortRace(t, r, 1)
 			before := len(logs.Matching(slog.LevelDebug, retryMessage))
@@ -119,7 +120,7 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
 	ctx := adaptertest.Ctx(t)
 	labels := adaptertest.Labels(t, r)
-	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(testkit.Image(t, r, "busybox"), "sandboxer-test-portrace-"+testkit.RandomHex(4), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
 	race := newPortRace(t, r, adapterkit.MaxRunAttempts)
 
@@ -143,7 +144,7 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 func TestRunWithATakenFixedHostPort(t *testing.T) {
 	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	tests := []struct {
 		name string
 		// hold takes a host port and returns it.
@@ -152,13 +153,13 @@ func TestRunWithATakenFixedHostPort(t *testing.T) {
 		// wantMsg is what the daemon says (after the port).
 		wantMsg string
 	}{
-		{name: "HeldByAProcess", hold: func(t *testing.T, _ map[string]string) int { return adaptertest.HoldPort(t) }, wantMsg: "bind: address already in use"},
-		{name: "HeldByAProcessBesideAnEphemeralPort", hold: func(t *testing.T, _ map[string]string) int { return adaptertest.HoldPort(t) }, ephemeral: true, wantMsg: "bind: address already in use"},
+		{name: "HeldByAProcess", hold: func(t *testing.T, _ map[string]string) int { return testkit.HoldPort(t) }, wantMsg: "bind: address already in use"},
+		{name: "HeldByAProcessBesideAnEphemeralPort", hold: func(t *testing.T, _ map[string]string) int { return testkit.HoldPort(t) }, ephemeral: true, wantMsg: "bind: address already in use"},
 		{
 			name: "HeldByAnotherContainer",
 			hold: func(t *testing.T, labels map[string]string) int {
-				other := adaptertest.Sleeper(img, "sandboxer-test-portholder-"+adaptertest.RandomSuffix(t), labels)
-				other.Ports = []runtime.PortSpec{{ContainerPort: 8080, HostPort: adaptertest.FreePort(t)}}
+				other := adaptertest.Sleeper(img, "sandboxer-test-portholder-"+testkit.RandomHex(4), labels)
+				other.Ports = []runtime.PortSpec{{ContainerPort: 8080, HostPort: testkit.FreePort(t)}}
 				c, err := r.Run(adaptertest.Ctx(t), other)
 				require.NoError(t, err)
 				require.Len(t, c.Ports, 1)
@@ -173,7 +174,7 @@ func TestRunWithATakenFixedHostPort(t *testing.T) {
 			ctx := adaptertest.Ctx(t)
 			labels := adaptertest.Labels(t, r)
 			held := tc.hold(t, labels)
-			spec := adaptertest.Sleeper(img, "sandboxer-test-portbusy-"+adaptertest.RandomSuffix(t), labels)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-portbusy-"+testkit.RandomHex(4), labels)
 			spec.Ports = []runtime.PortSpec{{ContainerPort: 8080, HostPort: held}}
 			if tc.ephemeral {
 				spec.Ports = append(spec.Ports, runtime.PortSpec{ContainerPort: 8081})

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/adaptertest"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -53,9 +54,9 @@ type storedSpec struct {
 func TestRunHonoursTheSpec(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
-	netName := "sandboxer-test-net-" + adaptertest.RandomSuffix(t)
+	netName := "sandboxer-test-net-" + testkit.RandomHex(4)
 	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: netName, Labels: labels})
 	require.NoError(t, err)
 	// Registered after testLabels' cleanup, so it runs first: remove the
@@ -71,7 +72,7 @@ func TestRunHonoursTheSpec(t *testing.T) {
 		assert.NoError(t, r.RemoveNetwork(cctx, netName))
 	})
 
-	spec := adaptertest.Sleeper(img, "sandboxer-test-spec-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(img, "sandboxer-test-spec-"+testkit.RandomHex(4), labels)
 	spec.Env = map[string]string{"SBX_A": "1", "SBX_B": "two words"}
 	spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m"}
 	spec.MemoryBytes = 64 << 20
@@ -135,11 +136,11 @@ func TestRunHonoursTheSpec(t *testing.T) {
 func TestFailedStartLeavesNothing(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
 	ports := []runtime.PortSpec{{ContainerPort: 8080}}
 
-	bad := adaptertest.Sleeper(img, "sandboxer-test-badstart-"+adaptertest.RandomSuffix(t), labels)
+	bad := adaptertest.Sleeper(img, "sandboxer-test-badstart-"+testkit.RandomHex(4), labels)
 	bad.Command = []string{"/nonexistent/binary"}
 	bad.Ports = ports
 	_, err := r.Run(ctx, bad)
@@ -155,7 +156,7 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left)
 
-	good := adaptertest.Sleeper(img, "sandboxer-test-goodstart-"+adaptertest.RandomSuffix(t), labels)
+	good := adaptertest.Sleeper(img, "sandboxer-test-goodstart-"+testkit.RandomHex(4), labels)
 	good.Ports = ports
 	c, err := r.Run(ctx, good)
 	require.NoError(t, err)
@@ -166,8 +167,8 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 func TestRunOnAbsentNetworkIsNotFound(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-nonet-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r))
-	spec.Network = "sandboxer-test-absent-" + adaptertest.RandomSuffix(t)
+	spec := adaptertest.Sleeper(testkit.Image(t, r, "busybox"), "sandboxer-test-nonet-"+testkit.RandomHex(4), adaptertest.Labels(t, r))
+	spec.Network = "sandboxer-test-absent-" + testkit.RandomHex(4)
 	_, err := r.Run(ctx, spec)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, runtime.ErrNotFound)
@@ -201,7 +202,7 @@ func procLimit(t *testing.T, ctx context.Context, r *Runtime, container, row str
 func TestRlimitsFitTheService(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
 	c, err := r.connect(ctx, runtime.OpVersion, "")
 	require.NoError(t, err)
@@ -220,7 +221,7 @@ func TestRlimitsFitTheService(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := adaptertest.Sleeper(img, "sandboxer-test-rlimit-"+adaptertest.RandomSuffix(t), labels)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-rlimit-"+testkit.RandomHex(4), labels)
 			spec.Ulimits = tc.ulimits
 			_, err := r.Run(ctx, spec)
 			require.NoError(t, err)
@@ -234,7 +235,7 @@ func TestRlimitsFitTheService(t *testing.T) {
 func TestLifetimeEndsTheContainer(t *testing.T) {
 	r := newTestRuntime(t, WithLifetime(2*time.Second))
 	ctx := adaptertest.Ctx(t)
-	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-lifetime-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r))
+	spec := adaptertest.Sleeper(testkit.Image(t, r, "busybox"), "sandboxer-test-lifetime-"+testkit.RandomHex(4), adaptertest.Labels(t, r))
 	_, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -246,7 +247,7 @@ func TestLifetimeEndsTheContainer(t *testing.T) {
 func TestExec(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-exec-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r))
+	spec := adaptertest.Sleeper(testkit.Image(t, r, "busybox"), "sandboxer-test-exec-"+testkit.RandomHex(4), adaptertest.Labels(t, r))
 	_, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 
@@ -282,7 +283,7 @@ func TestExec(t *testing.T) {
 func TestStopKillCreatedAreNoError(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
-	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-created-"+adaptertest.RandomSuffix(t), adaptertest.Labels(t, r))
+	spec := adaptertest.Sleeper(testkit.Image(t, r, "busybox"), "sandboxer-test-created-"+testkit.RandomHex(4), adaptertest.Labels(t, r))
 	c, err := r.Create(ctx, spec)
 	require.NoError(t, err)
 	require.Equal(t, runtime.StateCreated, c.State)

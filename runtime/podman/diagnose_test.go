@@ -29,10 +29,10 @@ func TestDiagnoseForwardMatchesTheHost(t *testing.T) {
 	t.Logf("findings: %v", findings)
 
 	labels := adaptertest.Labels(t, r)
-	name := "sbx-diag-" + adaptertest.RandomSuffix(t)
+	name := "sbx-diag-" + testkit.RandomHex(4)
 	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: name, Labels: labels, Internal: true})
 	require.NoError(t, err)
-	image := adaptertest.Busybox(t, r)
+	image := testkit.Image(t, r, "busybox")
 	cli := func(ctx context.Context, args ...string) (string, error) {
 		out, err := exec.CommandContext(ctx, "podman", append([]string{"--url", r.Endpoint()}, args...)...).CombinedOutput()
 		return strings.TrimSpace(string(out)), err

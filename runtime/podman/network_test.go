@@ -27,7 +27,7 @@ func TestNetworksFromTheHostsSide(t *testing.T) {
 	r := newTestRuntime(t)
 	ctx := adaptertest.Ctx(t)
 	labels := adaptertest.Labels(t, r)
-	image := adaptertest.Busybox(t, r)
+	image := testkit.Image(t, r, "busybox")
 	cli := func(ctx context.Context, args ...string) (string, error) {
 		out, err := exec.CommandContext(ctx, "podman", append([]string{"--url", r.Endpoint()}, args...)...).CombinedOutput()
 		return strings.TrimSpace(string(out)), err
@@ -37,7 +37,7 @@ func TestNetworksFromTheHostsSide(t *testing.T) {
 		require.NoError(t, err, "%v: %s", argv, out)
 		return string(out)
 	}
-	base := "sbx-host-" + adaptertest.RandomSuffix(t)
+	base := "sbx-host-" + testkit.RandomHex(4)
 	internal, plain, neighbour := base+"-int", base+"-plain", base+"-neighbour"
 	var removed bool
 	t.Cleanup(func() {

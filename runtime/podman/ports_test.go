@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/internal/adaptertest"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
@@ -94,7 +95,7 @@ func TestRunRetriesATakenEphemeralPort(t *testing.T) {
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
 	ctx := adaptertest.Ctx(t)
 	labels := adaptertest.Labels(t, r)
-	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(testkit.Image(t, r, "busybox"), "sandboxer-test-portrace-"+testkit.RandomHex(4), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}, {ContainerPort: 8081}}
 	taker := newPortTaker(t, r, 1, 0)
 
@@ -130,7 +131,7 @@ func TestRunGivesUpOnEphemeralPortsAfterThreeAttempts(t *testing.T) {
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
 	ctx := adaptertest.Ctx(t)
 	labels := adaptertest.Labels(t, r)
-	spec := adaptertest.Sleeper(adaptertest.Busybox(t, r), "sandboxer-test-portrace-"+adaptertest.RandomSuffix(t), labels)
+	spec := adaptertest.Sleeper(testkit.Image(t, r, "busybox"), "sandboxer-test-portrace-"+testkit.RandomHex(4), labels)
 	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
 	taker := newPortTaker(t, r, adapterkit.MaxRunAttempts, 0)
 
@@ -177,20 +178,20 @@ func TestRunWithATakenFixedHostPort(t *testing.T) {
 			// collection: a retry would fail on it.
 			name: "EphemeralPortTakenBesideAFixedOne",
 			ports: func(int) []runtime.PortSpec {
-				return []runtime.PortSpec{{ContainerPort: 8080, HostPort: adaptertest.FreePort(t)}, {ContainerPort: 8081}}
+				return []runtime.PortSpec{{ContainerPort: 8080, HostPort: testkit.FreePort(t)}, {ContainerPort: 8081}}
 			},
 			take: 8081,
 		},
 	}
 	logs := &adaptertest.LogRecorder{}
 	r := newTestRuntime(t, WithLogger(slog.New(logs)))
-	img := adaptertest.Busybox(t, r)
+	img := testkit.Image(t, r, "busybox")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := adaptertest.Ctx(t)
 			labels := adaptertest.Labels(t, r)
-			held := adaptertest.HoldPort(t)
-			spec := adaptertest.Sleeper(img, "sandboxer-test-portbusy-"+adaptertest.RandomSuffix(t), labels)
+			held := testkit.HoldPort(t)
+			spec := adaptertest.Sleeper(img, "sandboxer-test-portbusy-"+testkit.RandomHex(4), labels)
 			spec.Ports = tc.ports(held)
 			upTo := 0
 			if tc.take != 0 {
