@@ -2,6 +2,7 @@ package engines
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strconv"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 )
 
 // Mongo is MongoDB on the official image's contract
@@ -142,24 +144,68 @@ func (Mongo) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
 	}
 }
 
+// mongoPing connects with mongo-driver and pings admin, with selection as
+// the server selection timeout. disconnect ends the client, once err is
+// nil.
+func mongoPing(ctx context.Context, rawURL string, selection time.Duration) (admin *mongo.Database, disconnect func(), err error) {
+	c, err := mongo.Connect(options.Client().ApplyURI(rawURL).
+		SetServerSelectionTimeout(selection).SetConnectTimeout(AttemptTimeout).
+		SetRetryReads(false).SetRetryWrites(false))
+	if err != nil {
+		return nil, nil, err
+	}
+	disconnect = func() { _ = c.Disconnect(context.WithoutCancel(ctx)) }
+	admin = c.Database("admin")
+	if err := admin.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err(); err != nil {
+		disconnect()
+		return nil, nil, err
+	}
+	return admin, disconnect, nil
+}
+
+// slowNotDown reports whether a ping failed only for want of time: a
+// connection checkout that timed out, or a selection that timed out while
+// no server showed an error of its own (a refused or closed connection
+// does: that server is down).
+func slowNotDown(err error) bool {
+	var wq topology.WaitQueueTimeoutError
+	if errors.As(err, &wq) {
+		return true
+	}
+	var se topology.ServerSelectionError
+	if !errors.As(err, &se) || len(se.Desc.Servers) == 0 {
+		return false
+	}
+	for _, srv := range se.Desc.Servers {
+		if srv.LastError != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // Login connects with mongo-driver, authenticating against the URL's
 // auth database, pings admin and asks buildInfo for the server's version.
-// One server check (see mongoSelection), no retried reads.
+// One server check (see mongoSelection), no retried reads; a server that
+// answered but whose login outlasted that check gets one more try within
+// the attempt's deadline (slowNotDown).
 func (Mongo) Login(ctx context.Context, rawURL string) (Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 	defer cancel()
 	s := Session{Client: "mongo-driver"}
-	c, err := mongo.Connect(options.Client().ApplyURI(rawURL).
-		SetServerSelectionTimeout(mongoSelection).SetConnectTimeout(AttemptTimeout).
-		SetRetryReads(false).SetRetryWrites(false))
+	admin, disconnect, err := mongoPing(ctx, rawURL, mongoSelection)
+	if err != nil && slowNotDown(err) && ctx.Err() == nil {
+		// The server answered but its login did not end within the short
+		// selection timeout, which mongo-driver also applies to a new
+		// connection's checkout (handshake and SCRAM, a PBKDF2 on each
+		// side: slow on a loaded host). One more try with the attempt's
+		// own deadline; a server that is down failed above at once.
+		admin, disconnect, err = mongoPing(ctx, rawURL, AttemptTimeout)
+	}
 	if err != nil {
 		return s, loginError("mongo", rawURL, err)
 	}
-	defer c.Disconnect(context.WithoutCancel(ctx))
-	admin := c.Database("admin")
-	if err := admin.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err(); err != nil {
-		return s, loginError("mongo", rawURL, err)
-	}
+	defer disconnect()
 	var build struct {
 		Version string `bson:"version"`
 	}
