@@ -29,11 +29,29 @@ CONF_DIR=$PWD/build/podman
 
 # Debian 12 packages: Podman with its OCI runtime and monitor, the netavark
 # network backend with its DNS server (CNI plugins as the fallback backend), the shared
-# containers config files, catatonit for --init, and what rootless Podman
-# needs (uidmap, slirp4netns, fuse-overlayfs).
+# containers config files, catatonit for --init, what rootless Podman
+# needs (uidmap, slirp4netns, fuse-overlayfs), and OpenSSH's client for
+# the adapter's ssh:// endpoints (its server: need_sshd).
 PKGS=(podman conmon runc netavark aardvark-dns containernetworking-plugins
 	golang-github-containers-common golang-github-containers-image
-	catatonit uidmap slirp4netns fuse-overlayfs iptables curl)
+	catatonit uidmap slirp4netns fuse-overlayfs iptables curl openssh-client)
+
+# need_sshd installs OpenSSH's server for the ssh:// endpoint test, whose
+# sshd is the test's own on a loopback port: the package's maintainer
+# scripts must not start a system sshd on port 22, so a policy-rc.d that
+# forbids it is in place for the install (this machine kind has one
+# already; one made here is removed after).
+need_sshd() {
+	dpkg-query -W -f='${Status}' openssh-server 2>/dev/null | grep -q 'install ok installed' && return 0
+	local made=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		made=1
+	fi
+	need_pkgs openssh-server
+	if [ -n "$made" ]; then rm -f /usr/sbin/policy-rc.d; fi
+}
 
 # write_conf NOFILE NPROC writes the private configuration the service runs
 # with (podman_containers_conf, podman_registries_conf in lib.sh).
@@ -65,6 +83,7 @@ same_bridge() {
 
 up() {
 	need_pkgs "${PKGS[@]}"
+	need_sshd
 	same_bridge add
 	mkdir -p build/run "$(dirname "$SOCK")"
 	# CONTAINER_HOST in the environment would turn the service into a

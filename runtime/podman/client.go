@@ -4,23 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"go.podman.io/podman/v6/pkg/bindings"
+	"strings"
+	"time"
 )
 
 // client is the libpod REST API of one service as this adapter calls it:
 // one method per request, taking and returning the wire types of wire.go.
 // It is the only place that spells out a request (method, path, query,
 // body). Its errors are untranslated: the service's error model
-// (errorhandling.ErrorModel, for an unsuccessful status) or the
-// transport's; the verbs hand them to wrap.
+// (*errorModel, for an unsuccessful status) or the transport's; the verbs
+// hand them to wrap.
 type client struct {
-	conn *bindings.Connection
+	conn *conn
 	// svc is what the ping learnt: the API version requests are made at.
 	svc *service
 }
@@ -29,14 +30,26 @@ type client struct {
 // libpod service serves it, and a Docker daemon does not.
 const pingPath = "/v4.0.0/libpod/_ping"
 
-// pingService asks the service at conn for its libpod API version (one request,
+// conn is how requests reach one service: plain HTTP/1.1 over its unix
+// socket, over TCP, or over an ssh process's stdio (ssh.go). It is the
+// whole transport: the adapter links no Podman client library.
+type conn struct {
+	// uri is the endpoint, parsed (a unix one normalised to its path).
+	uri *url.URL
+	// base prefixes every request's URL: "http://d" for a socket or ssh
+	// (the host is not used), "http://host[/prefix]" for TCP.
+	base   string
+	client *http.Client
+}
+
+// pingService asks the service at cn for its libpod API version (one request,
 // no retries), before anything else is known of it.
-func pingService(ctx context.Context, conn *bindings.Connection) (apiVersion string, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL(conn)+pingPath, nil)
+func pingService(ctx context.Context, cn *conn) (apiVersion string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cn.base+pingPath, nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := conn.Client.Do(req)
+	resp, err := cn.client.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -47,14 +60,6 @@ func pingService(ctx context.Context, conn *bindings.Connection) (apiVersion str
 		return "", fmt.Errorf("not a libpod API: ping answered %s without a Libpod-API-Version", resp.Status)
 	}
 	return v, nil
-}
-
-// baseURL is the URL prefix the bindings use for conn.
-func baseURL(conn *bindings.Connection) string {
-	if conn.URI.Scheme == "tcp" {
-		return "http://" + conn.URI.Host + conn.URI.Path
-	}
-	return "http://d"
 }
 
 // info is GET /info.
@@ -295,7 +300,7 @@ func (c *client) removeNetwork(ctx context.Context, name string) error {
 type request struct {
 	method string
 	// path is the endpoint under /v<version>/libpod, with %s for each of
-	// pathValues (escaped by the bindings).
+	// pathValues (each escaped as one path segment).
 	path       string
 	pathValues []string
 	query      url.Values
@@ -307,37 +312,111 @@ type request struct {
 	raw io.Reader
 }
 
+// response is an answer of the service, whatever its status. The caller
+// closes its body.
+type response struct{ *http.Response }
+
+// IsSuccess reports a 2xx status.
+func (r *response) IsSuccess() bool { return r.StatusCode >= 200 && r.StatusCode < 300 }
+
+// Process reads the whole answer and decodes a successful (2xx) or
+// not-modified (3xx) one into out, which may be nil. Any other status is
+// an *errorModel: the service's own JSON error when it sent one, else the
+// body's text with the status.
+func (r *response) Process(out any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	if r.StatusCode >= 200 && r.StatusCode < 400 {
+		if out == nil || len(bytes.TrimSpace(data)) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("decode the answer (%s): %w", r.Status, err)
+		}
+		return nil
+	}
+	em := &errorModel{}
+	if json.Unmarshal(data, em) != nil || (em.Message == "" && em.Because == "") {
+		em = &errorModel{Message: strings.TrimSpace(string(data))}
+	}
+	if em.ResponseCode == 0 {
+		em.ResponseCode = r.StatusCode
+	}
+	return em
+}
+
+// dialAttempts bounds how often a request is sent again when its
+// connection could not even be made (nothing reached the service, so any
+// method may be retried): a socket being re-created, a busy accept queue.
+const dialAttempts = 3
+
 // do sends req at the service's API version and returns the raw response,
 // whatever its status. The caller closes its body.
-func (c *client) do(ctx context.Context, req request) (*bindings.APIResponse, error) {
-	var body io.Reader
-	headers := http.Header{}
-	for k, v := range req.headers {
-		headers[k] = v
-	}
+func (c *client) do(ctx context.Context, req request) (*response, error) {
+	var body []byte
+	contentType := ""
 	if req.body != nil {
 		b, err := json.Marshal(req.body)
 		if err != nil {
 			return nil, fmt.Errorf("encode request: %w", err)
 		}
-		body = bytes.NewReader(b)
-		headers.Set("Content-Type", "application/json")
-	} else if req.raw != nil {
-		body = req.raw
-		headers.Set("Content-Type", "application/x-tar")
+		body, contentType = b, "application/json"
 	}
-	// The bindings would otherwise address the API at their own (newer)
-	// version; the service's own is what it is sure to serve.
-	headers.Set("API-Version", c.svc.apiVersion)
-	resp, err := c.conn.DoRequest(ctx, body, req.method, req.path, req.query, headers, req.pathValues...)
-	if err != nil {
-		if resp != nil && resp.Response != nil && resp.Body != nil {
-			resp.Body.Close()
+	args := make([]any, 0, len(req.pathValues)+1)
+	args = append(args, c.svc.apiVersion)
+	for _, v := range req.pathValues {
+		args = append(args, url.PathEscape(v))
+	}
+	uri := fmt.Sprintf(c.conn.base+"/v%s/libpod"+req.path, args...)
+	if len(req.query) > 0 {
+		uri += "?" + req.query.Encode()
+	}
+	for attempt := 1; ; attempt++ {
+		var rd io.Reader
+		switch {
+		case body != nil:
+			rd = bytes.NewReader(body)
+		case req.raw != nil:
+			rd, contentType = req.raw, "application/x-tar"
 		}
-		return nil, err
+		hr, err := http.NewRequestWithContext(ctx, req.method, uri, rd)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range req.headers {
+			hr.Header[k] = v
+		}
+		if contentType != "" {
+			hr.Header.Set("Content-Type", contentType)
+		}
+		resp, err := c.conn.client.Do(hr)
+		if err == nil {
+			return &response{resp}, nil
+		}
+		// A raw body was read by this attempt; only an unsent JSON or
+		// empty one can go again.
+		var de *dialError
+		if attempt == dialAttempts || req.raw != nil || !errors.As(err, &de) {
+			return nil, err
+		}
+		t := time.NewTimer(time.Duration(attempt) * 100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
 	}
-	return resp, nil
 }
+
+// dialError marks a failure to make the connection: the request was not
+// sent.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
 
 // call sends req and decodes a successful JSON answer into out (which may
 // be nil). An unsuccessful status is an error carrying the service's error

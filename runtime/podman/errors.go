@@ -9,9 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	"go.podman.io/podman/v6/pkg/bindings"
-	"go.podman.io/podman/v6/pkg/errorhandling"
-
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
@@ -128,16 +125,25 @@ func strictUnknown(err error) bool {
 	return hasCause(cause, causeStrictUnknown)
 }
 
+// errorModel is libpod's error answer (the JSON of an unsuccessful
+// status; its bindings' errorhandling.ErrorModel).
+type errorModel struct {
+	// Because is the root cause, for machines.
+	Because string `json:"cause"`
+	// Message is for humans.
+	Message string `json:"message"`
+	// ResponseCode is the HTTP status.
+	ResponseCode int `json:"response"`
+}
+
+func (e *errorModel) Error() string { return e.Message }
+
 // status returns the HTTP status and libpod's root cause of an API error
 // (0 and "" for other errors).
 func status(err error) (int, string) {
-	var em *errorhandling.ErrorModel
+	var em *errorModel
 	if errors.As(err, &em) {
 		return em.ResponseCode, strings.ToLower(em.Because + ": " + em.Message)
-	}
-	var ev errorhandling.ErrorModel
-	if errors.As(err, &ev) {
-		return ev.ResponseCode, strings.ToLower(ev.Because + ": " + ev.Message)
 	}
 	return 0, ""
 }
@@ -155,10 +161,10 @@ func hasCause(cause string, causes ...string) bool {
 // isConnectionError reports whether err means the service could not be
 // reached at all.
 func isConnectionError(err error) bool {
-	var ce bindings.ConnectError
+	var de *dialError
 	var oe *net.OpError
 	switch {
-	case errors.As(err, &ce), errors.As(err, &oe):
+	case errors.As(err, &de), errors.As(err, &oe):
 		return true
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNRESET):
 		return true

@@ -11,14 +11,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.podman.io/podman/v6/pkg/errorhandling"
 
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// apiErr is an error as the bindings decode a libpod error answer.
+// apiErr is an error as Process decodes a libpod error answer.
 func apiErr(code int, cause, msg string) error {
-	return &errorhandling.ErrorModel{ResponseCode: code, Because: cause, Message: msg}
+	return &errorModel{ResponseCode: code, Because: cause, Message: msg}
 }
 
 // The answers below are what Podman 4.3.1 sends (recorded against the
@@ -142,7 +141,7 @@ func TestTranslate(t *testing.T) {
 		assert.Equal(t, Name, re.Runtime)
 		assert.Equal(t, runtime.OpInspect, re.Op)
 		assert.Equal(t, "box", re.Object)
-		var em *errorhandling.ErrorModel
+		var em *errorModel
 		assert.ErrorAs(t, err, &em, "the service's error stays reachable")
 	})
 	t.Run("UnavailableNamesTheEndpoint", func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.podman.io/podman/v6/pkg/errorhandling"
 )
 
 // frame is one frame of the multiplexed exec stream.
@@ -70,17 +69,17 @@ func TestStartFailureCode(t *testing.T) {
 		{name: "RecordedNotExecutable", sess: execSession{ExitCode: 126}, err: errors.New("x"), want: 126, wantOK: true},
 		{
 			name:   "CauseNotFound",
-			err:    &errorhandling.ErrorModel{ResponseCode: 500, Because: "executable file not found in $PATH"},
+			err:    &errorModel{ResponseCode: 500, Because: "executable file not found in $PATH"},
 			want:   127,
 			wantOK: true,
 		},
 		{
 			name:   "CausePermission",
-			err:    &errorhandling.ErrorModel{ResponseCode: 500, Because: "permission denied"},
+			err:    &errorModel{ResponseCode: 500, Because: "permission denied"},
 			want:   126,
 			wantOK: true,
 		},
-		{name: "OtherFailure", err: &errorhandling.ErrorModel{ResponseCode: 500, Because: "OCI runtime error"}},
+		{name: "OtherFailure", err: &errorModel{ResponseCode: 500, Because: "OCI runtime error"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

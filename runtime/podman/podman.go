@@ -4,16 +4,14 @@
 // Docker-compatible socket.
 //
 // It talks to the service through one typed client of its own (client.go:
-// a method per libpod request) over the connection of
-// go.podman.io/podman/v6/pkg/bindings, with its own wire types (wire.go,
-// pinned by golden answers of the service in testdata/), and deliberately
-// imports no other bindings package: the verb packages
-// (bindings/containers, images, network, system, specgen) drag in
-// containers/image's gpgme and containers/storage's btrfs, which need the
-// build tags `remote containers_image_openpgp exclude_graphdriver_btrfs`
-// (or cgo headers) in every binary and test that links the adapter. This
-// package builds with a plain `go build`, CGO on or off, no tags. Served:
-// Podman >= 4.0 (libpod API 4.x and later; tested against Debian's 4.3.1).
+// a method per libpod request) on plain net/http, with its own wire types
+// (wire.go, pinned by golden answers of the service in testdata/). It links
+// no Podman client library: even the bindings' connection package brought
+// about 70 packages (containers/storage, common, sftp, ssh_config) into
+// every binary and test that links the adapter. This package builds with a
+// plain `go build`, CGO on or off, no tags. Served: Podman >= 4.0 (libpod
+// API 4.x and later; tested against Debian's 4.3.1). An ssh:// endpoint is
+// reached through the system's ssh client (ssh.go).
 //
 // Endpoint: WithHost when given, else CONTAINER_HOST (unix://, tcp:// or
 // ssh://, or a bare socket path), else the rootful socket
@@ -31,9 +29,9 @@
 // Podman's default of 1048576 would fail every start. A memory, CPU or
 // pids limit that the service would drop (rootless Podman on cgroup v1
 // only warns) is runtime.ErrUnenforceableLimits (an ErrUnsupported) unless
-// WithUnenforcedLimits is given. Containers are never privileged, do not inherit the service's
-// proxy variables, and get no mounts besides the requested tmpfs and the
-// image's anonymous volumes, which Remove deletes. Beyond the port,
+// WithUnenforcedLimits is given. Containers are never privileged, do not
+// inherit the service's proxy variables, and get no mounts besides the
+// requested tmpfs and the image's anonymous volumes, which Remove deletes. Beyond the port,
 // WithLifetime gives every container a hard deadline enforced by conmon, a
 // backstop for orphans where no janitor runs.
 //
@@ -94,8 +92,6 @@ import (
 	"sync"
 	"time"
 
-	"go.podman.io/podman/v6/pkg/bindings"
-
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
@@ -137,7 +133,7 @@ type Runtime struct {
 	beforeStart func(ctx context.Context, attempt int, id string) error
 
 	mu   sync.Mutex
-	conn *bindings.Connection
+	conn *conn
 	// svc is what the first successful ping learnt; nil until then.
 	svc *service
 	// looseIsolation makes the warning of warnLooseIsolation a single one.
@@ -167,6 +163,7 @@ type options struct {
 	adapterkit.Settings
 	unenforcedLimits bool
 	lifetime         time.Duration
+	sshOptions       []string
 }
 
 // Option configures New.
@@ -191,6 +188,15 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l 
 // explicit opt-out: without it a limit is never silently dropped.
 func WithUnenforcedLimits() Option {
 	return func(o *options) { o.unenforcedLimits = true }
+}
+
+// WithSSHOptions adds options to the ssh command line of an ssh://
+// endpoint ("-i", "/path/key", "-o", "UserKnownHostsFile=/path"), after
+// the adapter's own (batch mode, the connect timeout, the URL's port and
+// user) and before the destination. They must not carry a secret: the
+// command line is visible to every local user.
+func WithSSHOptions(opts ...string) Option {
+	return func(o *options) { o.sshOptions = append(o.sshOptions, opts...) }
 }
 
 // WithLifetime gives every container that Run and Create make a hard
@@ -263,6 +269,9 @@ func normaliseEndpoint(host string) (string, error) {
 			return host, errors.New("invalid endpoint: tcp URI without a host")
 		}
 	case "ssh":
+		if _, err := sshArgs(u, time.Second, nil, func(string) string { return "" }); err != nil {
+			return host, err
+		}
 	default:
 		return host, fmt.Errorf("invalid endpoint: scheme %q is none of unix, tcp, ssh", u.Scheme)
 	}
@@ -287,7 +296,7 @@ func (r *Runtime) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.conn != nil {
-		r.conn.Client.CloseIdleConnections()
+		r.conn.client.CloseIdleConnections()
 	}
 	return nil
 }
@@ -303,7 +312,7 @@ func (r *Runtime) connect(ctx context.Context, op, object string) (*client, erro
 		return &client{conn: r.conn, svc: r.svc}, nil
 	}
 	if r.conn == nil {
-		conn, err := r.newConnection(ctx)
+		conn, err := r.newConnection()
 		if err != nil {
 			return nil, adapterkit.Fail(Name, r.endpoint, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
 		}
@@ -322,13 +331,14 @@ func (r *Runtime) connect(ctx context.Context, op, object string) (*client, erro
 }
 
 // newConnection builds the HTTP client for the endpoint without contacting
-// it (ssh excepted: the bindings dial it to build the client).
-func (r *Runtime) newConnection(ctx context.Context) (*bindings.Connection, error) {
+// it. Every dial failure is a *dialError (nothing was sent).
+func (r *Runtime) newConnection() (*conn, error) {
 	u, err := url.Parse(r.endpoint)
 	if err != nil {
 		return nil, err
 	}
 	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	base := "http://d"
 	switch u.Scheme {
 	case "unix":
 		path := socketPath(u)
@@ -336,19 +346,27 @@ func (r *Runtime) newConnection(ctx context.Context) (*bindings.Connection, erro
 		u = &url.URL{Scheme: "unix", Path: path}
 	case "tcp":
 		dial = adapterkit.Dialer("tcp", u.Host, r.opts.DialTimeout)
-	default:
-		cctx, cancel := context.WithTimeout(ctx, r.pingTimeout)
-		defer cancel()
-		bctx, err := bindings.NewConnectionWithOptions(cctx, bindings.Options{URI: r.endpoint})
+		base = "http://" + u.Host + u.Path
+	case "ssh":
+		args, err := sshArgs(u, r.opts.DialTimeout, r.opts.sshOptions, os.Getenv)
 		if err != nil {
 			return nil, err
 		}
-		return bindings.GetClient(bctx)
+		dial = sshDialer(args)
+	default:
+		return nil, fmt.Errorf("invalid endpoint: scheme %q is none of unix, tcp, ssh", u.Scheme)
 	}
-	return &bindings.Connection{
-		URI: u,
-		Client: &http.Client{Transport: &http.Transport{
-			DialContext:         dial,
+	return &conn{
+		uri:  u,
+		base: base,
+		client: &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dial(ctx, network, addr)
+				if err != nil {
+					return nil, &dialError{err}
+				}
+				return c, nil
+			},
 			DisableCompression:  true,
 			MaxIdleConnsPerHost: 16,
 			IdleConnTimeout:     90 * time.Second,

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.podman.io/podman/v6/pkg/bindings"
 	"golang.org/x/sys/unix"
 
 	"github.com/roboco/sandboxer/runtime"
@@ -20,13 +19,17 @@ import (
 // ping asks the service for its libpod API version (one request, no
 // retries, bounded by the ping timeout), then for what it is (rootless,
 // cgroup version) and, for a local socket, for its rlimits.
-func (r *Runtime) ping(ctx context.Context, conn *bindings.Connection) (*service, error) {
-	pctx, cancel := context.WithTimeout(ctx, r.pingTimeout)
+func (r *Runtime) ping(ctx context.Context, conn *conn) (*service, error) {
+	timeout := r.pingTimeout
+	if conn.uri.Scheme == "ssh" {
+		timeout = max(timeout, sshPingTimeout)
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	v, err := pingService(pctx, conn)
 	if err != nil {
 		if pctx.Err() != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("no answer to ping within %s: %w", r.pingTimeout, err)
+			return nil, fmt.Errorf("no answer to ping within %s: %w", timeout, err)
 		}
 		return nil, err
 	}
@@ -49,8 +52,8 @@ func (r *Runtime) ping(ctx context.Context, conn *bindings.Connection) (*service
 	svc.info = info
 	svc.rootless = info.Host.Security.Rootless
 	svc.cgroupV1 = strings.TrimPrefix(info.Host.CgroupVersion, "v") == "1"
-	if conn.URI.Scheme == "unix" {
-		svc.rlimits, err = peerRlimits(ictx, conn.URI.Path)
+	if conn.uri.Scheme == "unix" {
+		svc.rlimits, err = peerRlimits(ictx, conn.uri.Path)
 		if err != nil {
 			r.opts.Logger.DebugContext(ctx, "podman: cannot read the service's rlimits; rlimits are passed unclamped",
 				"endpoint", r.Endpoint(), "error", runtime.RedactEndpointError(r.endpoint, err))

@@ -9,12 +9,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.podman.io/podman/v6/pkg/bindings"
 
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -253,7 +253,7 @@ func TestWireImagesPull(t *testing.T) {
 	})
 }
 
-// TestWireErrors: the service's error answers, as the bindings decode them,
+// TestWireErrors: the service's error answers, as Process decodes them,
 // get the kinds of errors.go.
 func TestWireErrors(t *testing.T) {
 	cases := []struct {
@@ -269,7 +269,7 @@ func TestWireErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {
-			resp := &bindings.APIResponse{Response: &http.Response{
+			resp := &response{&http.Response{
 				StatusCode: tc.status,
 				Header:     http.Header{"Content-Type": {"application/json"}},
 				Body:       io.NopCloser(bytes.NewReader(golden(t, tc.golden))),
@@ -282,4 +282,28 @@ func TestWireErrors(t *testing.T) {
 			assert.Equal(t, tc.want, kindOf(tc.op, err))
 		})
 	}
+}
+
+// TestProcess: how an answer is read whatever its status: a success is
+// decoded (an empty body into nothing), a not-modified is a success, an
+// error answer without the service's JSON is its text and status.
+func TestProcess(t *testing.T) {
+	answer := func(code int, body string) *response {
+		return &response{&http.Response{StatusCode: code, Status: http.StatusText(code), Body: io.NopCloser(strings.NewReader(body))}}
+	}
+	var out struct{ Name string }
+	require.NoError(t, answer(http.StatusOK, `{"Name":"x"}`).Process(&out))
+	assert.Equal(t, "x", out.Name)
+	require.NoError(t, answer(http.StatusNoContent, "").Process(&out))
+	require.NoError(t, answer(http.StatusNotModified, "").Process(nil))
+	assert.ErrorContains(t, answer(http.StatusOK, `{"Name":`).Process(&out), "decode the answer")
+
+	err := answer(http.StatusBadGateway, "upstream gone\n").Process(nil)
+	code, _ := status(err)
+	assert.Equal(t, http.StatusBadGateway, code)
+	assert.EqualError(t, err, "upstream gone")
+	err = answer(http.StatusConflict, `{"cause":"name in use","message":"the name x is in use","response":409}`).Process(nil)
+	code, cause := status(err)
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Contains(t, cause, "name in use")
 }
