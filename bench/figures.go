@@ -96,6 +96,7 @@ func (s *Suite) declare() {
 	add(&Figure{Name: FigRawRemoveTrio, Unit: UnitMS, Note: "runtime API remove --force of a ready trio"})
 	add(&Figure{Name: FigNetCreate, Unit: UnitMS, Note: "the runtime's CreateNetwork of an owner network, every provision of the rounds (inside the provision and trio figures)"})
 	add(&Figure{Name: FigNetRemove, Unit: UnitMS, Note: "the runtime's RemoveNetwork of an owner network with its last sandbox (inside the teardown figures)"})
+	s.declareCLI()
 	add(&Figure{Name: FigImage, Unit: UnitMS, Baseline: FigRawImage, Target: maxMS(10), Note: "the adapter's ImageExists (what Provision asks first)"})
 	add(&Figure{Name: FigRawImage, Unit: UnitMS, Note: "runtime API image inspect"})
 	add(&Figure{Name: FigFakeKept, Unit: UnitMS, Baseline: FigFakeList, Target: maxMS(50), Note: fmt.Sprintf("%d sandboxes of %d live owners", s.FakeSweep, s.FakeSweep/2)})

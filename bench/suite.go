@@ -55,6 +55,12 @@ type Suite struct {
 	// ImageChecks is the number of image-present checks (default 100).
 	ImageChecks int
 
+	// CLI is the sandboxer binary with the global flags that pin it to
+	// RT (--runtime, the endpoint), for PartCLI; OwnCLI is the runtime's
+	// own CLI aimed at RT (docker --host …, podman --url …). Either empty:
+	// PartCLI is not measured, and the report says why.
+	CLI, OwnCLI []string
+
 	// Only, when not empty, limits the run to these parts (Parts), for a
 	// quick measure of one change: the figures of the parts left out stay
 	// empty (n/a). Empty: every part.
@@ -103,10 +109,13 @@ const (
 	PartOwners = "owners"
 	// PartCapacity: the data each engine holds before its memory is full.
 	PartCapacity = "capacity"
+	// PartCLI: one sandbox through `sandboxer up`, a process, beside the
+	// runtime's own CLI running the same container.
+	PartCLI = "cli"
 )
 
 // Parts lists every part of a run, in the order they run.
-var Parts = []string{PartEngines, PartTrio, PartWarm, PartImage, PartSweeps, PartOwners, PartCapacity}
+var Parts = []string{PartEngines, PartTrio, PartWarm, PartCLI, PartImage, PartSweeps, PartOwners, PartCapacity}
 
 // wants reports whether the run measures part: asked for (Only), and
 // measurable on this runtime.
@@ -186,6 +195,9 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 	}
 	forms := runtime.FormsOf(s.RT)
 	s.mode, s.na = ModeFor(forms), Unmeasurable(s.RT.Name(), hasStore(s.RT))
+	if why := s.cliUnmeasurable(); why != "" {
+		s.na[PartCLI] = why
+	}
 	host, _ := os.Hostname()
 	s.report = &Report{
 		Runtime:  s.RT.Name(),
@@ -257,6 +269,9 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 			return nil, fmt.Errorf("warm-up provision %s: %w", name, err)
 		}
 	}
+	if s.wants(PartCLI) {
+		s.cliRound(ctx, -1) // the binaries' first start reads them from disk
+	}
 
 	s.warming = false
 	if s.wants(PartWarm) {
@@ -275,7 +290,10 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 		if s.wants(PartWarm) {
 			s.warmRound(ctx, pw, r)
 		}
-		s.networkCosts()
+		s.networkCosts() // the CLI's networks are its process's own: not the adapter's timed ones
+		if s.wants(PartCLI) {
+			s.cliRound(ctx, r)
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -435,6 +453,9 @@ func (s *Suite) partFigures(part string) []string {
 		return []string{FigImage, FigRawImage}
 	case PartWarm:
 		return s.warmFigs
+	case PartCLI:
+		e := quickest(s.Registry)
+		return []string{figCLIUp(e), figCLIOwn(e)}
 	}
 	return nil
 }

@@ -27,8 +27,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,6 +61,10 @@ type backend struct {
 	// optIn, when set, says whether "all" includes the backend (the
 	// others always are, and left out when they do not answer).
 	optIn func() bool
+	// cli, when set, gives the flags that pin the sandboxer CLI to the
+	// endpoint detection chose, and the runtime's own CLI aimed at it,
+	// for the CLI part (bench.PartCLI).
+	cli func(endpoint string) (flags, own []string)
 }
 
 // k8sAtOnce is how many sandbox pods at once fit the test cluster's node
@@ -70,7 +76,13 @@ const k8sAtOnce = 16
 
 // settings are the driver's own settings of some runtimes.
 var settings = map[string]backend{
-	detect.Docker: {floor: func(endpoint string) (bench.Floor, error) { return bench.NewDockerFloor(endpoint) }},
+	detect.Docker: {floor: func(endpoint string) (bench.Floor, error) { return bench.NewDockerFloor(endpoint) },
+		cli: func(endpoint string) ([]string, []string) {
+			return []string{"--runtime", detect.Docker, "--docker-host", endpoint}, []string{"docker", "--host", endpoint}
+		}},
+	detect.Podman: {cli: func(endpoint string) ([]string, []string) {
+		return []string{"--runtime", detect.Podman, "--container-host", endpoint}, []string{"podman", "--url", endpoint}
+	}},
 	detect.Kubernetes: {atOnce: k8sAtOnce,
 		why:   "each sandbox pod requests 100m CPU, and 20 would ask all 2000m of the 2-core test node (the kubelet refuses a pod past that: OutOfcpu)",
 		optIn: func() bool { return os.Getenv("KUBECONFIG") != "" }},
@@ -114,6 +126,7 @@ func main() {
 		timeout      = flag.Duration("timeout", 40*time.Minute, "deadline of the whole run")
 		verbose      = flag.Bool("v", false, "debug progress")
 		only         = flag.String("only", "", "measure only these parts, comma-separated ("+strings.Join(bench.Parts, ", ")+"); the others' figures stay empty, so write them elsewhere with -out (default: every part)")
+		sandboxer    = flag.String("sandboxer", "", "the sandboxer binary the CLI part runs (default: built from ./cmd/sandboxer into a temporary directory)")
 		readiness    = flag.String("readiness", "auto", "how sandboxes are judged ready: auto (over the wire in host mode), wire or exec (the exec probe fallback; write it elsewhere with -out)")
 	)
 	flag.Parse()
@@ -150,6 +163,12 @@ func main() {
 			parts = append(parts, strings.TrimSpace(part))
 		}
 	}
+	cliBinary, cleanupCLI, err := cliBinary(ctx, *sandboxer, parts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxer-bench:", err)
+		os.Exit(2)
+	}
+	defer cleanupCLI()
 	failed := false
 	for _, b := range chosen {
 		suite := &bench.Suite{
@@ -158,7 +177,7 @@ func main() {
 			Logger: logger.With("runtime", b.name), Readiness: mode, Only: parts,
 		}
 		b.capAtOnce(suite)
-		rep, err := measure(ctx, b, suite)
+		rep, err := measure(ctx, b, suite, cliBinary)
 		if errors.Is(err, runtime.ErrUnavailable) && !explicit {
 			logger.Warn("runtime does not answer: left out", "runtime", b.name, "error", err)
 			continue
@@ -179,8 +198,30 @@ func main() {
 		}
 	}
 	if failed {
+		cleanupCLI()
 		os.Exit(1)
 	}
+}
+
+// cliBinary is the sandboxer binary the CLI part runs: path when given,
+// else one built now from ./cmd/sandboxer ("" when the run leaves the CLI
+// part out); cleanup removes what it built.
+func cliBinary(ctx context.Context, path string, parts []string) (string, func(), error) {
+	if path != "" || (len(parts) > 0 && !slices.Contains(parts, bench.PartCLI)) {
+		return path, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "sandboxer-bench-cli-")
+	if err != nil {
+		return "", nil, err
+	}
+	out := filepath.Join(dir, "sandboxer")
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/sandboxer")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build the CLI for the CLI part (run from the repository's root, or give -sandboxer): %w", err)
+	}
+	return out, func() { os.RemoveAll(dir) }, nil
 }
 
 // capAtOnce lowers the suite's sandboxes at once to the backend's cap,
@@ -249,7 +290,7 @@ func imageRefs() (map[string]string, error) {
 	return images, nil
 }
 
-func measure(ctx context.Context, b backend, s *bench.Suite) (*bench.Report, error) {
+func measure(ctx context.Context, b backend, s *bench.Suite, cliBinary string) (*bench.Report, error) {
 	sel, err := detect.Detect(ctx, detect.Options{Runtime: b.name, Logger: s.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.name, err)
@@ -264,6 +305,10 @@ func measure(ctx context.Context, b backend, s *bench.Suite) (*bench.Report, err
 	}
 	defer floor.Close()
 	s.RT, s.Floor = rt, floor
+	if b.cli != nil && cliBinary != "" {
+		flags, own := b.cli(sel.Chosen.Endpoint)
+		s.CLI, s.OwnCLI = append([]string{cliBinary}, flags...), own
+	}
 	return s.Run(ctx)
 }
 
