@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 )
 
 // derivedFile is where the images the suite builds keep their marker.
@@ -248,7 +249,7 @@ func testLoadMalformedLeavesNothing(t *testing.T, s *suite) {
 // layer (its manifest still names it).
 func withoutLastLayer(t testing.TB, archive []byte) []byte {
 	t.Helper()
-	var manifest []runtime.ArchiveImage
+	var manifest []dockerarchive.Image
 	files := map[string][]byte{}
 	var order []string
 	tr := tar.NewReader(bytes.NewReader(archive))
@@ -263,7 +264,7 @@ func withoutLastLayer(t testing.TB, archive []byte) []byte {
 		files[h.Name] = body
 		order = append(order, h.Name)
 	}
-	require.NoError(t, json.Unmarshal(files[runtime.ArchiveManifestName], &manifest))
+	require.NoError(t, json.Unmarshal(files[dockerarchive.ManifestName], &manifest))
 	require.Len(t, manifest, 1)
 	last := manifest[0].Layers[len(manifest[0].Layers)-1]
 	var out bytes.Buffer

@@ -21,7 +21,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
-	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 )
 
 // events records a provisioner's events.
@@ -103,11 +103,11 @@ func testBase(t *testing.T, ctx context.Context, e env, standin, ref, marker str
 	store := testkit.Store(t, rt)
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(store.SaveImage(ctx, standin, pw)) }()
-	base, err := runtime.ReadArchive(pr)
+	base, err := dockerarchive.Read(pr)
 	require.NoError(t, err, "save %s", standin)
 	defer base.Close()
 	var out bytes.Buffer
-	require.NoError(t, runtime.AppendLayer(&out, base, ref, nil, []runtime.LayerFile{{Name: "/sandboxer-test/marker", Body: []byte(marker)}}))
+	require.NoError(t, dockerarchive.AppendLayer(&out, base, ref, nil, []dockerarchive.LayerFile{{Name: "/sandboxer-test/marker", Body: []byte(marker)}}))
 	removeImageAtEnd(t, e, ref)
 	_, err = store.LoadImage(ctx, &out)
 	require.NoError(t, err, "load %s", ref)
@@ -233,11 +233,11 @@ func TestWarmTemplate(t *testing.T) {
 			store, busybox := testkit.Store(t, e.RT), testkit.Image(t, e.RT, "busybox")
 			pr, pw := io.Pipe()
 			go func() { pw.CloseWithError(store.SaveImage(ctx, busybox, pw)) }()
-			bb, err := runtime.ReadArchive(pr)
+			bb, err := dockerarchive.Read(pr)
 			require.NoError(t, err)
 			defer bb.Close()
 			var garbage bytes.Buffer
-			require.NoError(t, runtime.AppendLayer(&garbage, bb, tmpl2, nil, []runtime.LayerFile{{Name: "/sandboxer-warm/garbage", Body: []byte("garbage")}}))
+			require.NoError(t, dockerarchive.AppendLayer(&garbage, bb, tmpl2, nil, []dockerarchive.LayerFile{{Name: "/sandboxer-warm/garbage", Body: []byte("garbage")}}))
 			_, err = testkit.Store(t, e.RT).LoadImage(ctx, &garbage)
 			require.NoError(t, err, "plant garbage under %s", tmpl2)
 

@@ -21,6 +21,7 @@ import (
 	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 )
 
 // Warm says whether sandboxes of engines that can start warm
@@ -346,7 +347,7 @@ func (p *Provisioner) build(ctx context.Context, s *service, w engines.Warmer, t
 	if err := p.execOK(ctx, ctr.ID, runtime.ExecSpec{Cmd: argv, User: user}); err != nil {
 		return fmt.Errorf("stop the server: %w", err)
 	}
-	var files []runtime.LayerFile
+	var files []dockerarchive.LayerFile
 	var paths []string
 	for _, path := range slices.Sorted(maps.Keys(spec.Tmpfs)) {
 		res, err := p.rt.Exec(ctx, ctr.ID, runtime.ExecSpec{Cmd: []string{"tar", "-C", path, "-cf", "-", "."}})
@@ -356,7 +357,7 @@ func (p *Provisioner) build(ctx context.Context, s *service, w engines.Warmer, t
 		if res.ExitCode != 0 {
 			return fmt.Errorf("capture %s: tar exit code %d: %s", path, res.ExitCode, combine(runtime.ExecResult{Stderr: res.Stderr, ExitCode: res.ExitCode}))
 		}
-		files = append(files, runtime.LayerFile{Name: templateFile(path), Body: res.Stdout})
+		files = append(files, dockerarchive.LayerFile{Name: templateFile(path), Body: res.Stdout})
 		paths = append(paths, path)
 	}
 	return p.loadTemplate(ctx, t, files, paths)
@@ -402,10 +403,10 @@ func warmFiles(spec runtime.RunSpec) []engines.WarmFile {
 
 // loadTemplate saves the base image, appends the layer of files and loads
 // the result under t.Ref.
-func (p *Provisioner) loadTemplate(ctx context.Context, t Template, files []runtime.LayerFile, paths []string) error {
+func (p *Provisioner) loadTemplate(ctx context.Context, t Template, files []dockerarchive.LayerFile, paths []string) error {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(p.images.SaveImage(ctx, t.Base, pw)) }()
-	base, err := runtime.ReadArchive(pr)
+	base, err := dockerarchive.Read(pr)
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", t.Base, err)
@@ -422,7 +423,7 @@ func (p *Provisioner) loadTemplate(ctx context.Context, t Template, files []runt
 		templateCaptureLabel: strings.Join(paths, ":"),
 	}
 	lr, lw := io.Pipe()
-	go func() { lw.CloseWithError(runtime.AppendLayer(lw, base, t.Ref, lbls, files)) }()
+	go func() { lw.CloseWithError(dockerarchive.AppendLayer(lw, base, t.Ref, lbls, files)) }()
 	_, err = p.images.LoadImage(ctx, lr)
 	_ = lr.CloseWithError(io.ErrClosedPipe)
 	return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 )
 
 // UnreachableLimit is how long any verb may take to report an unreachable
@@ -157,7 +158,7 @@ func tinyArchive() []byte {
 	files := [][2]string{
 		{"config.json", `{"rootfs":{"type":"layers","diff_ids":[]}}`},
 		{"layer.tar", layer.String()},
-		{runtime.ArchiveManifestName, `[{"Config":"config.json","RepoTags":["localhost/sandboxer-unreachable:1"],"Layers":["layer.tar"]}]`},
+		{dockerarchive.ManifestName, `[{"Config":"config.json","RepoTags":["localhost/sandboxer-unreachable:1"],"Layers":["layer.tar"]}]`},
 	}
 	var out bytes.Buffer
 	tw := tar.NewWriter(&out)

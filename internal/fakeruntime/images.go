@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 )
 
 // fakeConfig is the part of an image config the fake writes and reads.
@@ -56,7 +57,7 @@ func (f *Runtime) archive(ref string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	manifest, err := json.Marshal([]runtime.ArchiveImage{{Config: "config.json", RepoTags: []string{ref}, Layers: []string{"layer.tar"}}})
+	manifest, err := json.Marshal([]dockerarchive.Image{{Config: "config.json", RepoTags: []string{ref}, Layers: []string{"layer.tar"}}})
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func (f *Runtime) archive(ref string) ([]byte, error) {
 	for _, file := range []struct {
 		name string
 		body []byte
-	}{{"config.json", config}, {"layer.tar", layer.Bytes()}, {runtime.ArchiveManifestName, manifest}} {
+	}{{"config.json", config}, {"layer.tar", layer.Bytes()}, {dockerarchive.ManifestName, manifest}} {
 		if err := tw.WriteHeader(&tar.Header{Name: file.name, Mode: 0o644, Size: int64(len(file.body)), Typeflag: tar.TypeReg}); err != nil {
 			return nil, err
 		}
@@ -105,7 +106,7 @@ func (f *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	a, err := runtime.ReadArchive(bytes.NewReader(data))
+	a, err := dockerarchive.Read(bytes.NewReader(data))
 	if err != nil {
 		return "", f.err(VerbImageID, ref, nil, err)
 	}
@@ -126,7 +127,7 @@ func (f *Runtime) ImageConfig(ctx context.Context, ref string) (runtime.ImageCon
 	if err != nil {
 		return runtime.ImageConfig{}, err
 	}
-	a, err := runtime.ReadArchive(bytes.NewReader(data))
+	a, err := dockerarchive.Read(bytes.NewReader(data))
 	if err != nil {
 		return runtime.ImageConfig{}, f.err(VerbImageConfig, ref, nil, err)
 	}
@@ -157,7 +158,7 @@ func (f *Runtime) SaveImage(ctx context.Context, ref string, w io.Writer) error 
 	return nil
 }
 
-// LoadImage checks the archive as the adapters do (runtime.ReadArchive:
+// LoadImage checks the archive as the adapters do (dockerarchive.Read:
 // ErrInvalid, nothing stored) and makes its image present under its tag,
 // with the VOLUME paths of its config.
 func (f *Runtime) LoadImage(ctx context.Context, r io.Reader) (string, error) {
@@ -166,7 +167,7 @@ func (f *Runtime) LoadImage(ctx context.Context, r io.Reader) (string, error) {
 		return "", err
 	}
 	defer end()
-	a, err := runtime.ReadArchive(r)
+	a, err := dockerarchive.Read(r)
 	if err != nil {
 		return "", f.err(VerbLoadImage, "", runtime.ErrInvalid, err)
 	}

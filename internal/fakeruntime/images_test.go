@@ -10,6 +10,7 @@ import (
 
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 )
 
 func TestImageStore(t *testing.T) {
@@ -21,12 +22,12 @@ func TestImageStore(t *testing.T) {
 	require.NoError(t, err)
 	var saved bytes.Buffer
 	require.NoError(t, f.SaveImage(ctx, img, &saved))
-	a, err := runtime.ReadArchive(bytes.NewReader(saved.Bytes()))
+	a, err := dockerarchive.Read(bytes.NewReader(saved.Bytes()))
 	require.NoError(t, err, "the fake saves a docker-archive")
 	assert.Equal(t, id, a.ConfigDigest, "its ID is its config digest")
 
 	var derived bytes.Buffer
-	require.NoError(t, runtime.AppendLayer(&derived, a, "localhost/derived:1", map[string]string{"k": "v"}, []runtime.LayerFile{{Name: "/x/y", Body: []byte("z")}}))
+	require.NoError(t, dockerarchive.AppendLayer(&derived, a, "localhost/derived:1", map[string]string{"k": "v"}, []dockerarchive.LayerFile{{Name: "/x/y", Body: []byte("z")}}))
 	a.Close()
 	ref, err := f.LoadImage(ctx, &derived)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
@@ -96,7 +97,7 @@ func (r *Runtime) LoadImage(ctx context.Context, rd io.Reader) (string, error) {
 // load sends the archive and reads the daemon's answer to its end (a load
 // that fails half-way says so inside the stream), then checks that the tag
 // names the archive's config.
-func (r *Runtime) load(ctx context.Context, a *runtime.Archive) error {
+func (r *Runtime) load(ctx context.Context, a *dockerarchive.Archive) error {
 	resp, err := r.cli.ImageLoad(ctx, a.Reader(), client.ImageLoadWithQuiet(true))
 	if err != nil {
 		return err

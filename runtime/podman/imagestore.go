@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
@@ -92,7 +93,7 @@ func (r *Runtime) LoadImage(ctx context.Context, rd io.Reader) (string, error) {
 }
 
 // load sends the archive, then checks that the tag names its config.
-func (r *Runtime) load(ctx context.Context, c *client, a *runtime.Archive) error {
+func (r *Runtime) load(ctx context.Context, c *client, a *dockerarchive.Archive) error {
 	if _, err := c.loadImage(ctx, a.Reader()); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 )
 
 const (
@@ -37,11 +38,11 @@ func ReadsImage(op string) bool {
 }
 
 // SpoolArchive reads and checks the docker-archive r
-// (runtime.ReadArchive) before any of it reaches the backend, so that a
+// (dockerarchive.Read) before any of it reaches the backend, so that a
 // malformed archive is runtime.ErrInvalid and the backend never sees it
 // (and so can keep nothing of it).
-func SpoolArchive(r io.Reader) (*runtime.Archive, error) {
-	a, err := runtime.ReadArchive(r)
+func SpoolArchive(r io.Reader) (*dockerarchive.Archive, error) {
+	a, err := dockerarchive.Read(r)
 	if err != nil {
 		return nil, WithKind(runtime.ErrInvalid, "%w", err)
 	}

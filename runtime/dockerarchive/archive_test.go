@@ -1,4 +1,4 @@
-package runtime_test
+package dockerarchive_test
 
 import (
 	"archive/tar"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/dockerarchive"
 )
 
 // archiveOf writes a tar of files, in order.
@@ -30,18 +30,18 @@ func archiveOf(t *testing.T, files ...[2]string) []byte {
 }
 
 // manifestOf is a manifest.json of one image per entry.
-func manifestOf(t *testing.T, imgs ...runtime.ArchiveImage) [2]string {
+func manifestOf(t *testing.T, imgs ...dockerarchive.Image) [2]string {
 	t.Helper()
 	b, err := json.Marshal(imgs)
 	require.NoError(t, err)
-	return [2]string{runtime.ArchiveManifestName, string(b)}
+	return [2]string{dockerarchive.ManifestName, string(b)}
 }
 
 func TestReadArchive(t *testing.T) {
-	one := runtime.ArchiveImage{Config: "c.json", RepoTags: []string{"localhost/x:1"}, Layers: []string{"l/layer.tar"}}
+	one := dockerarchive.Image{Config: "c.json", RepoTags: []string{"localhost/x:1"}, Layers: []string{"l/layer.tar"}}
 	good := archiveOf(t, [2]string{"c.json", `{"a":1}`}, [2]string{"l/layer.tar", "layer"}, manifestOf(t, one))
 	t.Run("Whole", func(t *testing.T) {
-		a, err := runtime.ReadArchive(bytes.NewReader(good))
+		a, err := dockerarchive.Read(bytes.NewReader(good))
 		require.NoError(t, err)
 		defer a.Close()
 		sum := sha256.Sum256([]byte(`{"a":1}`))
@@ -69,7 +69,7 @@ func TestReadArchive(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := runtime.ReadArchive(bytes.NewReader(tc.archive))
+			_, err := dockerarchive.Read(bytes.NewReader(tc.archive))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
@@ -77,16 +77,16 @@ func TestReadArchive(t *testing.T) {
 }
 
 func TestAppendLayer(t *testing.T) {
-	one := runtime.ArchiveImage{Config: "c.json", RepoTags: []string{"localhost/x:1"}, Layers: []string{"l/layer.tar"}}
+	one := dockerarchive.Image{Config: "c.json", RepoTags: []string{"localhost/x:1"}, Layers: []string{"l/layer.tar"}}
 	config := `{"rootfs":{"type":"layers","diff_ids":["sha256:aa"]},"config":{"Env":["A=1"]},"unknown":7}`
-	base, err := runtime.ReadArchive(bytes.NewReader(archiveOf(t, [2]string{"c.json", config}, [2]string{"l/layer.tar", "base layer"}, manifestOf(t, one))))
+	base, err := dockerarchive.Read(bytes.NewReader(archiveOf(t, [2]string{"c.json", config}, [2]string{"l/layer.tar", "base layer"}, manifestOf(t, one))))
 	require.NoError(t, err)
 	defer base.Close()
 
 	var out bytes.Buffer
-	require.NoError(t, runtime.AppendLayer(&out, base, "localhost/y:2", map[string]string{"k": "v"},
-		[]runtime.LayerFile{{Name: "/d/f.tar", Body: []byte("data")}}))
-	got, err := runtime.ReadArchive(&out)
+	require.NoError(t, dockerarchive.AppendLayer(&out, base, "localhost/y:2", map[string]string{"k": "v"},
+		[]dockerarchive.LayerFile{{Name: "/d/f.tar", Body: []byte("data")}}))
+	got, err := dockerarchive.Read(&out)
 	require.NoError(t, err, "the result is a docker-archive")
 	defer got.Close()
 	assert.Equal(t, "localhost/y:2", got.Ref)

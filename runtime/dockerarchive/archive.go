@@ -1,4 +1,4 @@
-package runtime
+package dockerarchive
 
 import (
 	"archive/tar"
@@ -13,18 +13,18 @@ import (
 	"path"
 )
 
-// ArchiveManifestName is the file of a docker-archive that lists its
+// ManifestName is the file of a docker-archive that lists its
 // images.
-const ArchiveManifestName = "manifest.json"
+const ManifestName = "manifest.json"
 
-// maxArchiveJSON caps the size of a manifest or config read into memory:
+// maxJSON caps the size of a manifest or config read into memory:
 // both are a few kilobytes in any real image.
-const maxArchiveJSON = 1 << 20
+const maxJSON = 1 << 20
 
-// ArchiveImage is one entry of a docker-archive's manifest.json: the
+// Image is one entry of a docker-archive's manifest.json: the
 // config file, the tags, and the layer files from the base up, each a
 // path inside the archive.
-type ArchiveImage struct {
+type Image struct {
 	Config   string   `json:"Config"`
 	RepoTags []string `json:"RepoTags"`
 	Layers   []string `json:"Layers"`
@@ -37,7 +37,7 @@ type ArchiveImage struct {
 // only once it is known to be whole. Close releases it.
 type Archive struct {
 	// Image is the archive's one image.
-	Image ArchiveImage
+	Image Image
 	// Ref is the image's one tag.
 	Ref string
 	// ConfigDigest is "sha256:<hex>" of the image's config: its ID.
@@ -52,10 +52,10 @@ type Archive struct {
 	files map[string]string
 }
 
-// ReadArchive reads the docker-archive r to its end into a temporary
+// Read reads the docker-archive r to its end into a temporary
 // file and checks it (see Archive). An archive that breaks the format is
 // an error that says what is wrong; the caller classifies it (ErrInvalid).
-func ReadArchive(r io.Reader) (*Archive, error) {
+func Read(r io.Reader) (*Archive, error) {
 	f, err := os.CreateTemp("", "sandboxer-archive-*.tar")
 	if err != nil {
 		return nil, fmt.Errorf("spool the archive: %w", err)
@@ -95,17 +95,17 @@ func (a *Archive) read(r io.Reader) error {
 			sum := sha256.New()
 			var buf bytes.Buffer
 			dst := io.Writer(sum)
-			if h.Size <= maxArchiveJSON {
+			if h.Size <= maxJSON {
 				dst = io.MultiWriter(sum, &buf)
 			}
 			if _, err := io.Copy(dst, tr); err != nil {
 				return fmt.Errorf("truncated tar archive at %s: %w", name, err)
 			}
 			a.files[name] = "sha256:" + hex.EncodeToString(sum.Sum(nil))
-			if h.Size <= maxArchiveJSON {
+			if h.Size <= maxJSON {
 				small[name] = buf.Bytes()
 			}
-			if name == ArchiveManifestName {
+			if name == ManifestName {
 				manifest = small[name]
 			}
 		case tar.TypeSymlink, tar.TypeLink:
@@ -122,29 +122,29 @@ func (a *Archive) read(r io.Reader) error {
 		return err
 	}
 	if manifest == nil {
-		return fmt.Errorf("no %s: not a docker-archive", ArchiveManifestName)
+		return fmt.Errorf("no %s: not a docker-archive", ManifestName)
 	}
-	var imgs []ArchiveImage
+	var imgs []Image
 	if err := json.Unmarshal(manifest, &imgs); err != nil {
-		return fmt.Errorf("%s: %w", ArchiveManifestName, err)
+		return fmt.Errorf("%s: %w", ManifestName, err)
 	}
 	if len(imgs) != 1 {
-		return fmt.Errorf("%s lists %d images, want exactly one", ArchiveManifestName, len(imgs))
+		return fmt.Errorf("%s lists %d images, want exactly one", ManifestName, len(imgs))
 	}
 	img := imgs[0]
 	if len(img.RepoTags) != 1 {
-		return fmt.Errorf("%s: the image has %d tags, want exactly one", ArchiveManifestName, len(img.RepoTags))
+		return fmt.Errorf("%s: the image has %d tags, want exactly one", ManifestName, len(img.RepoTags))
 	}
 	for _, p := range append([]string{img.Config}, img.Layers...) {
 		if _, ok := a.files[path.Clean(p)]; !ok || p == "" {
-			return fmt.Errorf("%s names %q, which the archive does not hold", ArchiveManifestName, p)
+			return fmt.Errorf("%s names %q, which the archive does not hold", ManifestName, p)
 		}
 	}
 	a.Image, a.Ref = img, img.RepoTags[0]
 	a.ConfigDigest = a.files[path.Clean(img.Config)]
 	a.Config = small[path.Clean(img.Config)]
 	if a.Config == nil {
-		return fmt.Errorf("config %s is larger than %d bytes", img.Config, maxArchiveJSON)
+		return fmt.Errorf("config %s is larger than %d bytes", img.Config, maxJSON)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package runtime
+package dockerarchive
 
 import (
 	"archive/tar"
@@ -20,7 +20,7 @@ type LayerFile struct {
 	Body []byte
 }
 
-// AppendLayer writes to w the docker-archive of base (as ReadArchive read
+// AppendLayer writes to w the docker-archive of base (as Read read
 // it) with one more layer holding files, tagged ref, with labels added to
 // its config. The base's files are copied as they are (no layer is
 // decompressed or compressed again: go-containerregistry's tarball.Write
@@ -38,7 +38,7 @@ func AppendLayer(w io.Writer, base *Archive, ref string, labels map[string]strin
 	}
 	configName := hexOf(config) + ".json"
 	layerName := hexOf(layer) + "/layer.tar"
-	manifest, err := json.Marshal([]ArchiveImage{{
+	manifest, err := json.Marshal([]Image{{
 		Config:   configName,
 		RepoTags: []string{ref},
 		Layers:   append(append([]string(nil), base.Image.Layers...), layerName),
@@ -55,7 +55,7 @@ func AppendLayer(w io.Writer, base *Archive, ref string, labels map[string]strin
 	if err := copyLayers(tw, base.Reader(), keep); err != nil {
 		return err
 	}
-	for _, f := range []LayerFile{{configName, config}, {layerName, layer}, {ArchiveManifestName, manifest}} {
+	for _, f := range []LayerFile{{configName, config}, {layerName, layer}, {ManifestName, manifest}} {
 		if err := writeFile(tw, f.Name, f.Body); err != nil {
 			return err
 		}
