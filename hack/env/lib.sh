@@ -14,15 +14,19 @@ need_pkgs() {
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	log "apt: installing ${missing[*]}"
-	# apt is not safe to run concurrently: serialise through a lock file.
+	# apt is not safe to run concurrently: serialise through a lock file;
+	# and wait (bounded) for dpkg's own lock, which an apt outside this
+	# script may hold (unattended-upgrades on a fresh machine, an operator's
+	# apt-get), rather than fail at once.
+	local wait=(-o "DPkg::Lock::Timeout=${SANDBOXER_APT_LOCK_TIMEOUT:-600}")
 	(
 		flock 9
 		if [ ! -f /var/lib/apt/lists/sandboxer-updated ] || [ -n "$(find /var/lib/apt/lists/sandboxer-updated -mmin +720 2>/dev/null)" ]; then
-			apt-get update -q >&2 && touch /var/lib/apt/lists/sandboxer-updated
+			apt-get "${wait[@]}" update -q >&2 && touch /var/lib/apt/lists/sandboxer-updated
 		fi
 		local rec=--no-install-recommends
 		[ "${APT_RECOMMENDS:-0}" = 1 ] && rec=
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $rec "${missing[@]}" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" install -y -q $rec "${missing[@]}" >&2
 	) 9>/var/lock/sandboxer-apt.lock
 }
 
