@@ -84,10 +84,34 @@ func (s *Suite) baselineWith(ctx context.Context, engine, tag string, timeout ti
 		return 0, id, err
 	}
 	d := time.Since(start)
+	if s.warming {
+		s.recordServer(ctx, engine, v.Value)
+	}
 	if record {
 		s.sample(figRawRun(engine), ms(ran))
 	}
 	return d, id, nil
+}
+
+// recordServer asks the server at url its version with engine's real
+// client (engines.WireChecker) and records it in the report (Servers).
+func (s *Suite) recordServer(ctx context.Context, engine, url string) {
+	e, _ := s.Registry.Lookup(engine)
+	wc, ok := e.(engines.WireChecker)
+	if !ok {
+		return
+	}
+	sess, err := wc.Login(ctx, url)
+	if err != nil {
+		s.fail("server version of "+engine, err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.report.Servers == nil {
+		s.report.Servers = map[string]string{}
+	}
+	s.report.Servers[engine] = sess.Server
 }
 
 func (s *Suite) remove(ctx context.Context, ids ...string) {

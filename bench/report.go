@@ -114,7 +114,11 @@ type Report struct {
 	// ElapsedSeconds is how long the whole run took.
 	ElapsedSeconds float64           `json:"elapsed_s"`
 	Images         map[string]string `json:"images"`
-	Figures        []*Figure         `json:"figures"`
+	// Servers are the server versions the engines' images run, by engine
+	// name, as each server told its real client in the warm-up round: the
+	// version every figure of the row was measured on.
+	Servers map[string]string `json:"servers,omitempty"`
+	Figures []*Figure         `json:"figures"`
 	// Errors are failures of individual samples (the run goes on).
 	Errors []string `json:"errors,omitempty"`
 }
@@ -206,7 +210,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "- started %s, took %s; %d rounds (medians, min and max over the samples)\n",
 		r.Started.UTC().Format(time.RFC3339), time.Duration(r.ElapsedSeconds*float64(time.Second)).Round(time.Second), r.Rounds)
 	for _, name := range slices.Sorted(maps.Keys(r.Images)) {
-		fmt.Fprintf(&b, "- image %s: %s\n", name, r.Images[name])
+		fmt.Fprintf(&b, "- image %s: %s", name, r.Images[name])
+		if v := r.Servers[name]; v != "" {
+			fmt.Fprintf(&b, " (server %s)", v)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 	b.WriteString(r.Table())

@@ -87,3 +87,14 @@ func TestFinishRatiosAndTargets(t *testing.T) {
 	require.NoError(t, r.WriteMarkdown(&buf))
 	assert.True(t, strings.HasPrefix(buf.String(), "# sandboxer bench"))
 }
+
+// TestMarkdownNamesEachImagesServer: the header says which server version
+// each image ran, so that a figure is never read for another version.
+func TestMarkdownNamesEachImagesServer(t *testing.T) {
+	r := &Report{Runtime: "docker", Images: map[string]string{"postgres": "reg/postgres:1", "busybox": "reg/busybox:1"},
+		Servers: map[string]string{"postgres": "16.14"}}
+	var b bytes.Buffer
+	require.NoError(t, r.WriteMarkdown(&b))
+	assert.Contains(t, b.String(), "- image postgres: reg/postgres:1 (server 16.14)\n")
+	assert.Contains(t, b.String(), "- image busybox: reg/busybox:1\n", "no server: nothing added")
+}
