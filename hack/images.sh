@@ -3,9 +3,9 @@
 # stand-in images (what `make images` runs). Idempotent, and fast when warm:
 #
 #   - imagetool (hack/imagetool) is built once per source hash into the cache;
-#   - each image (busybox, busybox-volume, pause, postgres, postgres18,
-#     redis, and mongo when hack/images/mongo.sh exists) has an input hash
-#     over its script
+#   - each image (one per script hack/images/<name>.sh: busybox,
+#     busybox-volume, pause, postgres, postgres18, redis, mongo, mariadb)
+#     has an input hash over its script
 #     hack/images/<name>.sh, hack/images/common.sh, its asset folder
 #     hack/images/<name>/, the files its script names on a
 #     "# sandboxer-inputs:" line, and imagetool's sources; its OCI layout
@@ -42,8 +42,14 @@ fail() {
 	exit 1
 }
 
-all=(busybox busybox-volume pause postgres postgres18 redis)
-[[ -f "$images/mongo.sh" ]] && all+=(mongo)
+# Every image is a script of hack/images/ (common.sh is their library):
+# a new stand-in is its script, with no list here to edit.
+all=()
+for f in "$images"/*.sh; do
+	n=${f##*/}
+	n=${n%.sh}
+	[[ "$n" == common ]] || all+=("$n")
+done
 if (($#)); then
 	names=("$@")
 	for n in "${names[@]}"; do
@@ -214,7 +220,7 @@ done
 {
 	echo "# Written by hack/images.sh: the offline stand-in images it serves."
 	echo "SANDBOXER_REGISTRY=${env[SANDBOXER_REGISTRY]}"
-	for n in busybox busybox-volume pause postgres postgres18 redis mongo; do
+	for n in "${all[@]}"; do
 		k=${n^^}
 		k=SANDBOXER_IMAGE_${k//-/_}
 		if [[ -n "${env[$k]:-}" ]]; then

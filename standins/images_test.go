@@ -50,6 +50,13 @@ func TestImageConfig(t *testing.T) {
 			volumes:    []string{"/data"},
 			workingDir: "/data",
 		},
+		{
+			name:       "mariadb",
+			entrypoint: []string{"docker-entrypoint.sh"},
+			cmd:        []string{"mariadbd"},
+			ports:      []string{"3306/tcp"},
+			volumes:    []string{"/var/lib/mysql"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
