@@ -141,9 +141,6 @@ type Runtime struct {
 	log       *slog.Logger
 	// startTimeout bounds Run's wait for the container (startTimeout).
 	startTimeout time.Duration
-	// uids: the pods' names by UID, as the last lists saw them
-	// (RemoveByID).
-	uids uidNames
 	// probeImage is the image of Diagnose's NetworkPolicy probe.
 	probeImage string
 }
