@@ -322,6 +322,6 @@ func TestRunSkipsHeldAndReservedPorts(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, c.Ports, 1)
 		assert.Equal(t, explicit, c.Ports[0].HostPort)
-		assert.Equal(t, []runtime.PortBinding{c.Ports[0]}, readReservation(t, r, name).Ports, "reserved too")
+		assert.Equal(t, []runtime.PortBinding{c.Ports[0]}, readReservation(t, r, c.ID).Ports, "reserved too")
 	})
 }

@@ -136,7 +136,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	if err != nil {
 		return nil, nil, r.wrap(op, obj, err)
 	}
-	opts, err := specOpts(id, img, imgSpec.Config, spec, volMounts)
+	opts, err := specOpts(name, img, imgSpec.Config, spec, volMounts)
 	if err != nil {
 		_ = r.removeVolumes(context.WithoutCancel(ctx), vols)
 		return nil, nil, r.wrap(op, obj, err)
