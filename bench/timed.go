@@ -11,8 +11,7 @@ import (
 
 // timedRuntime wraps the runtime the provisioner drives to record how long
 // each Run and each probe exec took, so that a provision's time can be
-// split into its phases (see phases). It forwards runtime.IDRemover, so
-// that the provisioner's teardown is the one it makes on the bare runtime.
+// split into its phases (see phases).
 type timedRuntime struct {
 	runtime.ContainerRuntime
 	mu    sync.Mutex
@@ -38,12 +37,6 @@ func (t *timedRuntime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.C
 		t.mu.Unlock()
 	}
 	return c, err
-}
-
-// RemoveByID forwards runtime.IDRemover: the wrapped runtime's, where it
-// has one.
-func (t *timedRuntime) RemoveByID(ctx context.Context, id string) error {
-	return runtime.RemoveByID(ctx, t.ContainerRuntime, id)
 }
 
 // CreateNetwork creates the network and records how long the call took

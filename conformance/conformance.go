@@ -68,7 +68,7 @@ type Config struct {
 	// ContainerIDs lists the full ID of every container of the backend,
 	// in any state, as the runtime's own CLI lists them (docker ps -aq
 	// --no-trunc, podman ps -aq --no-trunc, ctr containers ls -q): what
-	// the remove-by-ID semantic checks is left.
+	// IDsAreNeverReused checks is left.
 	ContainerIDs func(ctx context.Context) ([]string, error)
 	// StoredMounts reads a container's mounts as the backend stored them,
 	// with the backend's own API, not through the adapter: Docker's and
@@ -130,7 +130,7 @@ var semantics = []semantic{
 	{"ExecStopKillAbsentAreNotFound", testExecStopKillAbsentAreNotFound},
 	{"RunDuplicateNameIsAlreadyExists", testRunDuplicateNameIsAlreadyExists},
 	{"RemoveAbsentIsNoError", testRemoveAbsentIsNoError},
-	{"RemoveByIDRemovesOnlyThatContainer", testRemoveByIDRemovesOnlyThatContainer},
+	{"IDsAreNeverReused", testIDsAreNeverReused},
 	{"StopStoppedIsNoError", testStopStoppedIsNoError},
 	{"ListBySelectorAcrossStates", testListBySelectorAcrossStates},
 	{"SnapshotMatchesListAndKnowsEveryContainer", testSnapshotMatchesListAndKnowsEveryContainer},

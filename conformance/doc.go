@@ -64,13 +64,10 @@
 //   - RunDuplicateNameIsAlreadyExists: a second run under a live name is
 //     ErrAlreadyExists and leaves the first container untouched.
 //   - RemoveAbsentIsNoError: remove is idempotent.
-//   - RemoveByIDRemovesOnlyThatContainer: where the adapter says its IDs
-//     are never reused (runtime.IDRemover), a remove by a full ID kills
-//     and removes that container with its anonymous volumes, then finds
-//     it gone (ErrNotFound), never reaches a newer container under the
-//     same name, and refuses a name or an ID prefix (ErrInvalid); where
-//     it does not, runtime.RemoveByID is ErrUnsupported and removes
-//     nothing.
+//   - IDsAreNeverReused: a remove by ID kills and removes that container
+//     with its anonymous volumes; a newer container under the same name
+//     gets another ID, and the old ID names nothing (inspect:
+//     ErrNotFound) and, removed again, never reaches the newer one.
 //   - StopStoppedIsNoError: stop and kill of an exited container succeed.
 //   - ListBySelectorAcrossStates: list returns exactly the containers whose
 //     labels match every pair, created, running and exited alike.

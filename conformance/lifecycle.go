@@ -308,15 +308,15 @@ func testRemoveAbsentIsNoError(t *testing.T, s *suite) {
 	}
 }
 
-// testRemoveByIDRemovesOnlyThatContainer: an adapter that says its IDs
-// are never reused (runtime.IDRemover) removes by a full ID in one call:
-// the container, killed though it ignores SIGTERM, and its anonymous
-// volume are gone as the runtime's own CLI sees it; a second remove, and
-// a remove of the old ID once a newer container holds the name, are
-// ErrNotFound and leave the newer one alone; a name or an ID prefix is
-// ErrInvalid and removes nothing. An adapter that does not say so is
-// ErrUnsupported through runtime.RemoveByID, and nothing is removed.
-func testRemoveByIDRemovesOnlyThatContainer(t *testing.T, s *suite) {
+// testIDsAreNeverReused: a container's ID is never given to another
+// container, so a remove by the ID a caller listed removes that container
+// or nothing, whatever happened to its name since. A remove by the ID
+// removes the container, killed though it ignores SIGTERM, and its
+// anonymous volume, as the runtime's own CLI sees it; a new container
+// under the name gets another ID; the old ID then names nothing (inspect:
+// ErrNotFound; remove: no error, as for any absent container) and a
+// remove by it leaves the newer container running.
+func testIDsAreNeverReused(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	require.NotNil(t, s.cfg.ContainerIDs, "Config.ContainerIDs lists the backend's containers")
 	exists := func(id string) bool {
@@ -326,50 +326,32 @@ func testRemoveByIDRemovesOnlyThatContainer(t *testing.T, s *suite) {
 		return slices.Contains(ids, id)
 	}
 
-	if _, ok := s.rt.(runtime.IDRemover); !ok {
-		c := s.run(t, ctx, s.spec(t))
-		err := runtime.RemoveByID(ctx, s.rt, c.ID)
-		assert.ErrorIs(t, err, runtime.ErrUnsupported)
-		assertErrorNames(t, err, s.rt.Name(), c.ID)
-		assert.True(t, exists(c.ID), "nothing was removed")
-		return
-	}
-
 	spec := s.spec(t)
 	spec.Command = ignoreTERM
 	c, volume := s.runWithVolume(t, ctx, spec)
 	s.waitTrap(t, ctx, spec.Name)
 	require.NotEmpty(t, c.ID, "Run reports the container's ID")
 	require.True(t, exists(c.ID), "the runtime lists %s", c.ID)
+	got, err := s.rt.Inspect(ctx, c.ID)
+	require.NoError(t, err, "inspect by ID")
+	assert.Equal(t, spec.Name, got.Name, "the ID names the container")
 
-	for _, ref := range []string{spec.Name, c.ID[:12]} {
-		err := runtime.RemoveByID(ctx, s.rt, ref)
-		assert.ErrorIs(t, err, runtime.ErrInvalid, "%s is not a full ID", ref)
-		assertErrorNames(t, err, s.rt.Name(), ref)
-	}
-	require.True(t, exists(c.ID), "a name or a prefix removed nothing")
-
-	require.NoError(t, runtime.RemoveByID(ctx, s.rt, c.ID), "remove by ID")
+	require.NoError(t, s.rt.Remove(ctx, c.ID), "remove by ID")
 	assert.False(t, exists(c.ID), "the container is gone")
 	s.waitVolumeGone(t, ctx, volume)
-
-	err := runtime.RemoveByID(ctx, s.rt, c.ID)
-	assert.ErrorIs(t, err, runtime.ErrNotFound, "a second remove finds none")
-	assertErrorNames(t, err, s.rt.Name(), c.ID)
 
 	newer := s.spec(t)
 	newer.Name = spec.Name
 	n := s.run(t, ctx, newer)
 	require.NotEqual(t, c.ID, n.ID, "a newer container under the name gets a new ID")
-	err = runtime.RemoveByID(ctx, s.rt, c.ID)
+	_, err = s.rt.Inspect(ctx, c.ID)
 	assert.ErrorIs(t, err, runtime.ErrNotFound, "the old ID names no container")
+	assert.NoError(t, s.rt.Remove(ctx, c.ID), "a remove by the old ID")
 	assert.True(t, exists(n.ID), "the newer container under the name is untouched")
-	got, err := s.rt.Inspect(ctx, spec.Name)
+	got, err = s.rt.Inspect(ctx, spec.Name)
 	require.NoError(t, err)
-	assert.Equal(t, runtime.StateRunning, got.State, "and still runs")
-
-	err = runtime.RemoveByID(ctx, s.rt, neverHad(c.ID))
-	assert.ErrorIs(t, err, runtime.ErrNotFound, "an ID nothing ever had")
+	assert.Equal(t, n.ID, got.ID, "the name is the newer container's")
+	assert.Equal(t, runtime.StateRunning, got.State, "and it still runs")
 }
 
 // testStopStoppedIsNoError: stop and kill of a container that has exited
@@ -496,15 +478,4 @@ func testOOMKillIsReported(t *testing.T, s *suite) {
 	assert.True(t, listed[0].OOMKilled, "list reports the OOM kill")
 	assert.True(t, snap.Matched[0].OOMKilled, "snapshot reports the OOM kill")
 	assert.Equal(t, "exited (OOM killed)", c.Status())
-}
-
-// neverHad is an ID of the same shape as id that no container ever had: 64
-// random hex digits for Docker's and Podman's, a random UUID for a
-// Kubernetes pod's UID.
-func neverHad(id string) string {
-	if runtime.IsFullID(id) {
-		return randomHex(32)
-	}
-	h := randomHex(16)
-	return h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-8" + h[17:20] + "-" + h[20:32]
 }

@@ -201,6 +201,8 @@ func testInvalidSpecIsRejectedAlike(t *testing.T, s *suite) {
 		{"HostPortOutOfRange", func(r *runtime.RunSpec) { r.Ports = []runtime.PortSpec{{ContainerPort: 80, HostPort: 65536}} }},
 		{"Protocol", func(r *runtime.RunSpec) { r.Ports = []runtime.PortSpec{{ContainerPort: 80, Protocol: "sctp"}} }},
 		{"IPv6HostIP", func(r *runtime.RunSpec) { r.Ports = []runtime.PortSpec{{ContainerPort: 80, HostIP: "::1"}} }},
+		// containerd keeps the name there: a label would rename it.
+		{"ReservedNameLabel", func(r *runtime.RunSpec) { r.Labels = map[string]string{"nerdctl/name": r.Name + "-other"} }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

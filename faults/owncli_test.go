@@ -212,6 +212,27 @@ func (o ownTool) addresses(t testing.TB, ctx context.Context, container string) 
 	return out
 }
 
+// ctrID is, as ctr lists it, the ID of the container called name: the one
+// whose nerdctl/name label is name, else name itself (a container made
+// when the adapter's ID was the name).
+func (o ownTool) ctrID(ctx context.Context, name string) (string, error) {
+	res, err := o.run(ctx, nil, "containers", "ls", "-q", `labels."`+containerd.NerdctlNameLabel+`"==`+name)
+	if err != nil {
+		return "", err
+	}
+	if res.code != 0 {
+		return "", fmt.Errorf("ctr containers ls: exit %d: %s", res.code, res.stderr)
+	}
+	switch ids := strings.Fields(res.stdout); len(ids) {
+	case 0:
+		return name, nil
+	case 1:
+		return ids[0], nil
+	default:
+		return "", fmt.Errorf("ctr lists %d containers named %s: %v", len(ids), name, ids)
+	}
+}
+
 // exec runs argv in container with the row's CLI (docker/podman exec, ctr
 // tasks exec); env names variables of secrets whose values are passed
 // through the CLI's own environment (`-e NAME`), not its argv (ctr's exec
@@ -224,7 +245,11 @@ func (o ownTool) exec(ctx context.Context, container string, env []string, argv 
 		return o.run(ctx, nil, append([]string{"exec", container, "--"}, argv...)...)
 	}
 	if o.ctr() {
-		return o.run(ctx, nil, append([]string{"tasks", "exec", "--exec-id", "sbxiso-" + testkit.RandomHex(4), container}, argv...)...)
+		id, err := o.ctrID(ctx, container)
+		if err != nil {
+			return ownResult{}, err
+		}
+		return o.run(ctx, nil, append([]string{"tasks", "exec", "--exec-id", "sbxiso-" + testkit.RandomHex(4), id}, argv...)...)
 	}
 	args := []string{"exec"}
 	var passed []string

@@ -75,7 +75,7 @@ type Options struct {
 	// update pods, or a measurement of removal alone).
 	NoAdopt bool
 	// CallTimeout bounds each runtime call of a sweep: the snapshot, and
-	// each removal's kill and remove (default runtime.DefaultCallTimeout).
+	// each removal's look-up and remove (default runtime.DefaultCallTimeout).
 	// A runtime that hangs on one container costs that container's
 	// removal at most twice this, and never the sweep or the loop.
 	CallTimeout time.Duration
@@ -153,9 +153,9 @@ func New(rt runtime.ContainerRuntime, opts Options) (*Janitor, error) {
 // Sweep makes one pass: one runtime.Snapshot (every "<prefix>.sandbox=1"
 // container, and the references of every container of the runtime), skips
 // the sandboxes younger than the grace window, judges the distinct owners
-// of the rest, and kills then removes, with their anonymous volumes, the
-// sandboxes whose owner is gone, each only if it is still the container
-// the snapshot listed (runtime.Destroy). Unless it is a dry run, it then
+// of the rest, and force-removes, with their anonymous volumes, the
+// sandboxes whose owner is gone, each by the ID the snapshot listed
+// (runtime.Destroy: a newer container under the name is never touched). Unless it is a dry run, it then
 // lets a runtime that keeps host state of its own (runtime.Reconciler)
 // remove what containers that no longer exist left of it.
 //
@@ -334,10 +334,9 @@ func latestCreation(created time.Time) time.Time {
 }
 
 // remove destroys each orphan, in parallel, and files it in rep: removed,
-// vanished (gone, or replaced by a newer same-named container, before the
-// kill), or an error. runtime.Destroy removes only the listed container
-// (by its never-reused ID, or after an identity check where IDs may be
-// reused), so a sandbox that a provisioner created under the same name
+// vanished (gone before its removal), or an error. runtime.Destroy
+// removes only the listed container, by its ID, which no other container
+// ever gets, so a sandbox that a provisioner created under the same name
 // after the snapshot is never touched.
 func (j *Janitor) remove(ctx context.Context, orphans []Sandbox, listed map[string]runtime.Container, rep *Report) {
 	type result struct {

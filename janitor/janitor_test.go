@@ -432,9 +432,10 @@ func TestSweep(t *testing.T) {
 			}
 			assert.Empty(t, rep.Vanished)
 			assert.Equal(t, tt.wantLeft, w.names(), "containers left")
-			assert.Equal(t, len(tt.wantRemoved), w.fake.Calls(fakeruntime.VerbKill), "each orphan is killed before removal")
-			assert.Equal(t, 2*len(tt.wantRemoved), w.fake.Calls(fakeruntime.VerbInspect),
-				"an identity check before the kill and before the remove; no other lookup")
+			assert.Equal(t, len(tt.wantRemoved), w.fake.Calls(fakeruntime.VerbRemove), "each orphan is removed in one forced remove")
+			assert.Zero(t, w.fake.Calls(fakeruntime.VerbKill), "no separate kill")
+			assert.Equal(t, len(tt.wantRemoved), w.fake.Calls(fakeruntime.VerbInspect),
+				"one look-up per removal (removed or gone); no other lookup")
 		})
 	}
 }
@@ -538,10 +539,10 @@ func TestSweepOneFailingContainerDoesNotStopTheSweep(t *testing.T) {
 	assert.Empty(t, w.names())
 }
 
-func TestSweepFailedKillStillRemoves(t *testing.T) {
+func TestSweepFailedLookUpStillRemoves(t *testing.T) {
 	w := newWorld(t)
 	w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
-	w.fake.Fail(fakeruntime.VerbKill, "", errors.New("kill timed out"))
+	w.fake.Fail(fakeruntime.VerbInspect, "", errors.New("inspect timed out"))
 
 	rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
 	require.NoError(t, err)
@@ -662,13 +663,13 @@ func TestSweepDryRunRemovesNothing(t *testing.T) {
 	assert.Equal(t, "would remove 1, vanished 0, kept 0, skipped 1 (in grace), errors 0", rep.String())
 	assert.Len(t, w.names(), 2)
 	assert.Zero(t, w.fake.Calls(fakeruntime.VerbKill)+w.fake.Calls(fakeruntime.VerbRemove))
-	assert.Zero(t, w.fake.Calls(fakeruntime.VerbInspect), "not even an identity check")
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbInspect), "not even a look-up")
 }
 
 // TestSweepRoundTrips proves the snapshot rule: one Snapshot with the
 // sandbox selector per sweep, whatever the number of sandboxes or owners,
 // no List, and no per-sandbox or per-owner lookup. Inspect is made only by
-// removals: an identity check before the kill and one before the remove.
+// removals: one look-up each, which tells removed from gone.
 func TestSweepRoundTrips(t *testing.T) {
 	sandboxSel := map[string]string{keys.Sandbox: "1"}
 	self, selfErr := lifetime.CurrentProcess()
@@ -746,8 +747,8 @@ func TestSweepRoundTrips(t *testing.T) {
 					want = tt.wantRemoved
 				}
 				assert.Len(t, rep.Removed, want, "sweep %d", sweep)
-				assert.Equal(t, 2*want, w.fake.Calls(fakeruntime.VerbInspect)-inspects,
-					"sweep %d: two identity checks per removal, no per-owner lookup", sweep)
+				assert.Equal(t, want, w.fake.Calls(fakeruntime.VerbInspect)-inspects,
+					"sweep %d: one look-up per removal, no per-owner lookup", sweep)
 			}
 		})
 	}
@@ -827,7 +828,7 @@ func TestSweepOwnerLifetime(t *testing.T) {
 		name  string
 		state runtime.State
 		// byID: the owner label holds the owner's ID, as the runtime's own
-		// tools also know it (containerd without nerdctl: the ID is the name).
+		// tools also know it (a container ctr made: ctr's ID is the name).
 		byID bool
 	}{
 		{name: "CreatedOwnerKeepsItsSandboxes", state: runtime.StateCreated},
@@ -876,7 +877,7 @@ func TestSweepOwnerLifetime(t *testing.T) {
 	}
 }
 
-// TestSweepHungContainer: a runtime that hangs on one container (its kill
+// TestSweepHungContainer: a runtime that hangs on one container (its look-up
 // and its remove block until their deadline) costs that container's
 // removal a bounded time and an error naming it; the other orphans are
 // removed, and a later sweep removes it once the runtime answers again.
@@ -890,7 +891,7 @@ func TestSweepHungContainer(t *testing.T) {
 	require.Equal(t, "roboco-sandbox-pg-3", stuck.Name)
 	var hanging atomic.Bool
 	hanging.Store(true)
-	held := w.hang(stuck.ID, &hanging, fakeruntime.VerbKill, fakeruntime.VerbRemove)
+	held := w.hang(stuck.ID, &hanging, fakeruntime.VerbInspect, fakeruntime.VerbRemove)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	j := w.janitor(janitor.Options{CallTimeout: callTimeout})
@@ -901,7 +902,7 @@ func TestSweepHungContainer(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, stuck.Name, "the error names the container")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.EqualValues(t, 2, held.Load(), "the kill hung, and the remove was still tried")
+	assert.EqualValues(t, 2, held.Load(), "the look-up hung, and the remove was still tried")
 	assert.Equal(t, []string{"roboco-sandbox-pg-1", "roboco-sandbox-pg-2", "roboco-sandbox-pg-4", "roboco-sandbox-pg-5"}, sandboxNames(rep.Removed))
 	assert.Equal(t, []string{stuck.Name}, failureNames(rep.Errors))
 	assert.Equal(t, []string{stuck.Name}, w.names(), "left for the next sweep")
@@ -921,7 +922,7 @@ func TestRunKeepsSweepingPastAHungContainer(t *testing.T) {
 	stuck := w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", time.Hour, nil)
 	var hanging atomic.Bool
 	hanging.Store(true) // for ever
-	held := w.hang(stuck.ID, &hanging, fakeruntime.VerbKill, fakeruntime.VerbRemove)
+	held := w.hang(stuck.ID, &hanging, fakeruntime.VerbInspect, fakeruntime.VerbRemove)
 	var logs syncBuffer
 	j := w.janitor(janitor.Options{CallTimeout: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 

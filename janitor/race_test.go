@@ -3,6 +3,7 @@ package janitor_test
 import (
 	"context"
 	"maps"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,53 +108,31 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 }
 
 // TestSweepLeavesANewerSameNamedContainerAlone is the same-name race: an
-// orphan's owner is gone, and between the sweep's snapshot and its kill a
-// provisioner replaces the orphan with a newer sandbox of the same name.
-// The newer one survives, and the orphan is reported as vanished. On
-// Docker and Podman the newer container has a new ID; on containerd the
-// ID is the name, so only the call label or the creation time tells the
-// two apart.
+// orphan's owner is gone, and between the sweep's snapshot and its remove
+// a provisioner replaces the orphan with a newer sandbox of the same name.
+// The newer container has a new ID (IDs are never reused, on every
+// backend), and the sweep removes by the ID it listed, so the newer one
+// survives untouched, wherever in the removal the replacement happens.
 func TestSweepLeavesANewerSameNamedContainerAlone(t *testing.T) {
 	const name = "roboco-sandbox-pg-1"
-	newID := func(w *world, old runtime.Container) runtime.Container {
-		return runtime.Container{Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, keys.Call, "newcall"), Created: w.clock.Now()}
-	}
-	sameIDNewer := func(w *world, old runtime.Container) runtime.Container {
-		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: maps.Clone(old.Labels), Created: w.clock.Now()}
-	}
-	sameIDOtherCall := func(w *world, old runtime.Container) runtime.Container {
-		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, keys.Call, "newcall"), Created: old.Created}
-	}
 	tests := []struct {
 		name string
-		// idIsName: the backend's ID is the container's name (containerd).
-		idIsName bool
-		// newer is what replaces the listed orphan.
-		newer func(w *world, old runtime.Container) runtime.Container
 		// at is the verb whose first call on the orphan's ID the
-		// replacement happens at: the identity check (VerbInspect), or
-		// between that check and the kill (VerbKill).
+		// replacement happens at: the look-up (VerbInspect) or the
+		// remove itself (VerbRemove).
 		at string
-		// wantRunning: the newer one is untouched. Replaced between the
-		// identity check and the kill on a backend whose ID is the name,
-		// it gets the kill meant for the orphan (no runtime can check and
-		// kill in one step), but is never removed.
-		wantRunning bool
+		// wantVanished: the orphan was gone at the look-up, so the sweep
+		// reports it vanished; else it was there, and is reported
+		// removed (it is gone, whoever removed it).
+		wantVanished bool
 	}{
-		{name: "NewIDAtIdentityCheck", newer: newID, at: fakeruntime.VerbInspect, wantRunning: true},
-		{name: "NewIDBetweenCheckAndKill", newer: newID, at: fakeruntime.VerbKill, wantRunning: true},
-		{name: "SameIDNewerCreationAtIdentityCheck", idIsName: true, newer: sameIDNewer, at: fakeruntime.VerbInspect, wantRunning: true},
-		{name: "SameIDOtherCallLabelAtIdentityCheck", idIsName: true, newer: sameIDOtherCall, at: fakeruntime.VerbInspect, wantRunning: true},
-		{name: "SameIDNewerCreationBetweenCheckAndKill", idIsName: true, newer: sameIDNewer, at: fakeruntime.VerbKill},
+		{name: "AtTheLookUp", at: fakeruntime.VerbInspect, wantVanished: true},
+		{name: "AtTheRemove", at: fakeruntime.VerbRemove},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)
-			id := ""
-			if tt.idIsName {
-				id = name
-			}
-			orphan := w.fake.Seed(runtime.Container{ID: id, Name: name, Image: "postgres:16-alpine", Created: w.clock.Now().Add(-time.Hour),
+			orphan := w.fake.Seed(runtime.Container{Name: name, Image: "postgres:16-alpine", Created: w.clock.Now().Add(-time.Hour),
 				Labels: map[string]string{
 					keys.Sandbox: "1", keys.Owner: "roboco-agent-1",
 					keys.Engine: "postgres", keys.Call: "oldcall",
@@ -161,33 +140,47 @@ func TestSweepLeavesANewerSameNamedContainerAlone(t *testing.T) {
 			var (
 				replaced atomic.Bool
 				newer    runtime.Container
+				hits     []string
+				mu       sync.Mutex
 			)
 			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+				if c.Verb == fakeruntime.VerbKill || c.Verb == fakeruntime.VerbRemove {
+					mu.Lock()
+					hits = append(hits, c.Object)
+					mu.Unlock()
+				}
 				if c.Verb != tt.at || c.Object != orphan.ID || !replaced.CompareAndSwap(false, true) {
 					return nil
 				}
 				// What a provisioner's pre-clear + run does meanwhile.
 				assert.NoError(t, w.fake.Remove(ctx, orphan.ID))
-				newer = w.fake.Seed(tt.newer(w, orphan))
+				newer = w.fake.Seed(runtime.Container{Name: orphan.Name, Image: orphan.Image,
+					Labels: withLabel(orphan.Labels, keys.Call, "newcall"), Created: w.clock.Now()})
 				return nil
 			})
 
 			rep, err := w.janitor(janitor.Options{}).Sweep(context.Background())
 			require.NoError(t, err)
 			require.True(t, replaced.Load(), "the replacement happened during the sweep")
-			assert.Empty(t, rep.Removed)
-			require.Len(t, rep.Vanished, 1, "the orphan is reported as vanished")
-			assert.Equal(t, orphan.ID, rep.Vanished[0].ID)
-			assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbRemove), "the replacement's own remove, none by the sweep")
+			got := rep.Removed
+			if tt.wantVanished {
+				assert.Empty(t, rep.Removed)
+				got = rep.Vanished
+			} else {
+				assert.Empty(t, rep.Vanished)
+			}
+			require.Len(t, got, 1)
+			assert.Equal(t, orphan.ID, got[0].ID, "the orphan is the one reported")
+			mu.Lock()
+			assert.NotContains(t, hits, newer.ID, "nothing destructive reached the newer container")
+			mu.Unlock()
 
 			left := w.fake.Containers()
 			require.Len(t, left, 1, "the newer container survives")
 			assert.Equal(t, newer.ID, left[0].ID)
-			assert.True(t, newer.Created.Equal(left[0].Created))
+			assert.NotEqual(t, orphan.ID, left[0].ID)
 			assert.Equal(t, newer.Labels, left[0].Labels)
-			if tt.wantRunning {
-				assert.True(t, left[0].Running(), "and is untouched")
-			}
+			assert.True(t, left[0].Running(), "and is untouched")
 		})
 	}
 }

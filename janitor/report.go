@@ -39,9 +39,10 @@ type Report struct {
 	// past the grace window, killed and removed. In a dry run: what would
 	// be removed.
 	Removed []Sandbox
-	// Vanished: orphans that were gone, or whose name a newer container
-	// had taken, by the time the sweep came to remove them; nothing was
-	// done to them.
+	// Vanished: orphans that were gone by the time the sweep came to
+	// remove them (removed by another caller; a newer container that
+	// took the name meanwhile has another ID and is left alone); nothing
+	// was done to them.
 	Vanished []Sandbox
 	// Kept: the owner is alive.
 	Kept []Sandbox

@@ -505,9 +505,9 @@ func (p *Provisioner) preClear(ctx context.Context, c *call, s *service) error {
 	if !ok {
 		return nil
 	}
-	// Destroy checks that the name still belongs to the container listed
-	// at the start of the call: a newer one (another provision's, after a
-	// long pull) is left alone, and Run then reports the conflict.
+	// Destroy removes by the ID listed at the start of the call: a newer
+	// container under the name (another provision's, after a long pull)
+	// has another ID and is left alone, and Run then reports the conflict.
 	outcome, err := runtime.Destroy(ctx, p.rt, old, p.opts.CallTimeout)
 	if err != nil {
 		return err
@@ -781,9 +781,9 @@ func (p *Provisioner) rollback(ctx context.Context, c *call, svcs []*service) er
 }
 
 // destroyAll destroys the listed containers in parallel (runtime.Destroy:
-// only the listed container, killed then removed, each step bounded even
-// after ctx ended), best-effort: one failure does not stop the others. It returns
-// each one's outcome; a failed one's is meaningless.
+// only the listed container, force-removed by its ID, each call bounded
+// even after ctx ended), best-effort: one failure does not stop the
+// others. It returns each one's outcome; a failed one's is meaningless.
 func (p *Provisioner) destroyAll(ctx context.Context, listed []runtime.Container) ([]runtime.Outcome, error) {
 	outcomes := make([]runtime.Outcome, len(listed))
 	errs := make([]error, len(listed))

@@ -838,10 +838,9 @@ func TestTeardown(t *testing.T) {
 	assert.Empty(t, w.owned(sb.Owner))
 	assert.Len(t, w.fake.Volumes(), 1, "the anonymous volume goes with its container")
 	order := calls.get()
-	assert.Len(t, order, 6)
+	assert.Len(t, order, 3, "one forced remove per sandbox, no separate kill")
 	for _, c := range sb.Containers {
-		kill, remove := slices.Index(order, c.ID+" kill"), slices.Index(order, c.ID+" remove")
-		assert.True(t, kill >= 0 && remove > kill, "%s is killed, then removed", c.Name)
+		assert.Contains(t, order, c.ID+" remove", "%s is removed by its ID", c.Name)
 	}
 
 	again, err := p.Teardown(ctxT(t), "td")
@@ -865,7 +864,7 @@ func TestTeardownRemovesInParallel(t *testing.T) {
 	arrived := make(chan struct{}, n)
 	release := make(chan struct{})
 	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
-		if c.Verb != fakeruntime.VerbKill {
+		if c.Verb != fakeruntime.VerbRemove {
 			return nil
 		}
 		arrived <- struct{}{}
@@ -885,154 +884,97 @@ func TestTeardownRemovesInParallel(t *testing.T) {
 		select {
 		case <-arrived:
 		case <-time.After(5 * time.Second):
-			t.Fatalf("only %d of %d kills started: teardown is serialised", i, n)
+			t.Fatalf("only %d of %d removes started: teardown is serialised", i, n)
 		}
 	}
 	close(release)
 	require.NoError(t, <-done)
-	assert.Equal(t, n, w.fake.MaxInFlight(fakeruntime.VerbKill))
+	assert.Equal(t, n, w.fake.MaxInFlight(fakeruntime.VerbRemove))
 	assert.Empty(t, w.fake.Containers())
 }
 
 // TestTeardownRoundTrips: a teardown asks the runtime for no more than
-// the owner's list and, per sandbox, what the runtime's IDs require: one
-// forced remove by the listed ID where IDs are never reused (Docker,
-// Podman), an identity check around a kill and a remove where they may be
-// (containerd: the ID is the name). Every sandbox of the owner is torn
-// TestRunSpecFollowsTheImage: the provisioner reads the image's config
-// through the port and the run spec places the data where the image keeps
-// it (postgres:18's PGDATA and VOLUME), with no tmpfs at the old path.
-func TestRunSpecFollowsTheImage(t *testing.T) {
-	w := newWorld(t)
-	w.fake.AddImage("postgres:16-alpine", "/var/lib/postgresql")
-	w.fake.SetImageEnv("postgres:16-alpine", "PGDATA=/var/lib/postgresql/18/docker", "PG_MAJOR=18")
-	var runs record[runtime.RunSpec]
-	w.fake.OnCall(func(_ context.Context, c fakeruntime.Call) error {
-		if c.Verb == fakeruntime.VerbRun {
-			runs.add(c.Run)
-		}
-		return nil
-	})
-	_, err := w.provisioner(w.options()).Provision(ctxT(t), "l18", []string{"postgres"})
-	require.NoError(t, err)
-	specs := runs.get()
-	require.Len(t, specs, 1)
-	assert.Equal(t, "/var/lib/postgresql/18/docker", specs[0].Env["PGDATA"])
-	assert.Contains(t, specs[0].Tmpfs, "/var/lib/postgresql")
-	assert.NotContains(t, specs[0].Tmpfs, "/var/lib/postgresql/data", "18's entrypoint refuses a mount there")
-	assert.Empty(t, w.fake.Volumes(), "every image VOLUME is a tmpfs: no anonymous volume")
-	assert.Equal(t, 1, w.fake.Calls(fakeruntime.VerbImageConfig))
-}
-
-// down at once.
+// the owner's list and, per sandbox, one look-up and one forced remove by
+// the listed ID (container IDs are never reused: nothing to check). Every
+// sandbox of the owner is torn down at once.
 func TestTeardownRoundTrips(t *testing.T) {
-	tests := []struct {
-		name        string
-		neverReused bool
-		// first is the verb every sandbox's teardown starts with.
-		first string
-		// want counts the calls of each verb the teardown makes.
-		want map[string]int
-	}{
-		{
-			name:        "IDsNeverReused",
-			neverReused: true,
-			first:       fakeruntime.VerbRemove,
-			want:        map[string]int{fakeruntime.VerbList: 1, fakeruntime.VerbRemove: 3},
-		},
-		{
-			name:  "IDsMayBeReused",
-			first: fakeruntime.VerbInspect,
-			want:  map[string]int{fakeruntime.VerbList: 1, fakeruntime.VerbInspect: 6, fakeruntime.VerbKill: 3, fakeruntime.VerbRemove: 3},
-		},
-	}
 	verbs := []string{fakeruntime.VerbList, fakeruntime.VerbInspect, fakeruntime.VerbKill, fakeruntime.VerbRemove, fakeruntime.VerbStop, fakeruntime.VerbSnapshot}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t)
-			w.fake.SetIDsNeverReused(tt.neverReused)
-			w.fake.AddImage("redis:8-alpine", "/data", "/extra")
-			// A VOLUME no tmpfs covers: on a runtime without an image store the
-			// image's config is not read, so /extra becomes an anonymous volume.
-			w.noImageStore()
-			p := w.provisioner(w.options())
-			sb, err := p.Provision(ctxT(t), "rt", []string{"postgres", "redis", "mongo"})
-			require.NoError(t, err)
-			require.Len(t, w.fake.Volumes(), 1)
-			before := map[string]int{}
-			for _, v := range verbs {
-				before[v] = w.fake.Calls(v)
-			}
-			// Every sandbox's first call waits until all three have
-			// arrived: a serialised teardown never gets there.
-			const n = 3
-			var arrived atomic.Int32
-			all := make(chan struct{})
-			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
-				if c.Verb != tt.first || c.N-before[tt.first] > n {
-					return nil
-				}
-				if arrived.Add(1) == n {
-					close(all)
-				}
-				select {
-				case <-all:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			})
-
-			removed, err := p.Teardown(ctxT(t), "rt")
-			require.NoError(t, err, "the three sandboxes are torn down at once")
-			got := map[string]int{}
-			for _, v := range verbs {
-				if d := w.fake.Calls(v) - before[v]; d > 0 {
-					got[v] = d
-				}
-			}
-			assert.Equal(t, tt.want, got, "calls per verb")
-			assert.Len(t, removed, n)
-			assert.Empty(t, w.owned(sb.Owner))
-			assert.Empty(t, w.fake.Volumes(), "the anonymous volume goes with its container")
-			assert.Len(t, w.events(provision.EventRemoved), n)
-			assert.Equal(t, n, w.fake.MaxInFlight(tt.first), "in parallel")
-		})
+	w := newWorld(t)
+	w.fake.AddImage("redis:8-alpine", "/data", "/extra")
+	// A VOLUME no tmpfs covers: on a runtime without an image store the
+	// image's config is not read, so /extra becomes an anonymous volume.
+	w.noImageStore()
+	p := w.provisioner(w.options())
+	sb, err := p.Provision(ctxT(t), "rt", []string{"postgres", "redis", "mongo"})
+	require.NoError(t, err)
+	require.Len(t, w.fake.Volumes(), 1)
+	before := map[string]int{}
+	for _, v := range verbs {
+		before[v] = w.fake.Calls(v)
 	}
+	// Every sandbox's first call waits until all three have arrived: a
+	// serialised teardown never gets there.
+	const n = 3
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb != fakeruntime.VerbInspect || c.N-before[fakeruntime.VerbInspect] > n {
+			return nil
+		}
+		if arrived.Add(1) == n {
+			close(all)
+		}
+		select {
+		case <-all:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+
+	removed, err := p.Teardown(ctxT(t), "rt")
+	require.NoError(t, err, "the three sandboxes are torn down at once")
+	got := map[string]int{}
+	for _, v := range verbs {
+		if d := w.fake.Calls(v) - before[v]; d > 0 {
+			got[v] = d
+		}
+	}
+	assert.Equal(t, map[string]int{fakeruntime.VerbList: 1, fakeruntime.VerbInspect: n, fakeruntime.VerbRemove: n}, got, "calls per verb")
+	assert.Len(t, removed, n)
+	assert.Empty(t, w.owned(sb.Owner))
+	assert.Empty(t, w.fake.Volumes(), "the anonymous volume goes with its container")
+	assert.Len(t, w.events(provision.EventRemoved), n)
+	assert.Equal(t, n, w.fake.MaxInFlight(fakeruntime.VerbInspect), "in parallel")
 }
 
 // TestTeardownOfASandboxRemovedMeanwhile: a sandbox that another caller
 // removed between the teardown's list and its remove is not reported as
-// removed by this teardown, whatever the runtime's IDs.
+// removed by this teardown.
 func TestTeardownOfASandboxRemovedMeanwhile(t *testing.T) {
-	for _, neverReused := range []bool{true, false} {
-		t.Run(fmt.Sprintf("IDsNeverReused=%t", neverReused), func(t *testing.T) {
-			w := newWorld(t)
-			w.fake.SetIDsNeverReused(neverReused)
-			p := w.provisioner(w.options())
-			_, err := p.Provision(ctxT(t), "rm", []string{"postgres", "redis"})
-			require.NoError(t, err)
-			gone := w.named("roboco-sandbox-redis-rm")
-			// The other caller removes it right when this teardown first
-			// asks about it, after the list.
-			var done atomic.Bool
-			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
-				if c.Verb != fakeruntime.VerbList && c.Object == gone.ID && done.CompareAndSwap(false, true) {
-					require.NoError(t, w.fake.Remove(ctx, gone.ID))
-				}
-				return nil
-			})
+	w := newWorld(t)
+	p := w.provisioner(w.options())
+	_, err := p.Provision(ctxT(t), "rm", []string{"postgres", "redis"})
+	require.NoError(t, err)
+	gone := w.named("roboco-sandbox-redis-rm")
+	// The other caller removes it right when this teardown first
+	// asks about it, after the list.
+	var done atomic.Bool
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb != fakeruntime.VerbList && c.Object == gone.ID && done.CompareAndSwap(false, true) {
+			require.NoError(t, w.fake.Remove(ctx, gone.ID))
+		}
+		return nil
+	})
 
-			removed, err := p.Teardown(ctxT(t), "rm")
-			require.NoError(t, err)
-			var names []string
-			for _, c := range removed {
-				names = append(names, c.Name)
-			}
-			assert.Equal(t, []string{"roboco-sandbox-pg-rm"}, names)
-			assert.Empty(t, w.fake.Containers())
-		})
+	removed, err := p.Teardown(ctxT(t), "rm")
+	require.NoError(t, err)
+	var names []string
+	for _, c := range removed {
+		names = append(names, c.Name)
 	}
+	assert.Equal(t, []string{"roboco-sandbox-pg-rm"}, names)
+	assert.Empty(t, w.fake.Containers())
 }
 
 func TestTeardownKeepsGoingPastAFailure(t *testing.T) {
@@ -1055,17 +997,17 @@ func TestTeardownKeepsGoingPastAFailure(t *testing.T) {
 	assert.Len(t, w.fake.Containers(), 1)
 }
 
-// TestTeardownKillFailureStillRemoves: teardown is best-effort as the
-// design says: a kill that fails for any reason but absence does not stop
-// the forced remove.
-func TestTeardownKillFailureStillRemoves(t *testing.T) {
+// TestTeardownLookUpFailureStillRemoves: teardown is best-effort as the
+// design says: a look-up (which only tells removed from gone) that fails
+// for any reason but absence does not stop the forced remove.
+func TestTeardownLookUpFailureStillRemoves(t *testing.T) {
 	tests := []struct {
-		name    string
-		killErr error
+		name      string
+		lookUpErr error
 	}{
-		{"KillFails", errors.New("ttrpc: closed")},
-		{"KillUnavailable", runtime.ErrUnavailable},
-		{"KillTimesOut", context.DeadlineExceeded},
+		{"LookUpFails", errors.New("ttrpc: closed")},
+		{"LookUpUnavailable", runtime.ErrUnavailable},
+		{"LookUpTimesOut", context.DeadlineExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1073,12 +1015,13 @@ func TestTeardownKillFailureStillRemoves(t *testing.T) {
 			p := w.provisioner(w.options())
 			_, err := p.Provision(ctxT(t), "kf", []string{"postgres", "redis", "mongo"})
 			require.NoError(t, err)
-			w.fake.Fail(fakeruntime.VerbKill, "", tt.killErr)
+			before := w.fake.Calls(fakeruntime.VerbInspect)
+			w.fake.Fail(fakeruntime.VerbInspect, "", tt.lookUpErr)
 
 			removed, err := p.Teardown(ctxT(t), "kf")
 			require.NoError(t, err)
 			assert.Len(t, removed, 3)
-			assert.Equal(t, 3, w.fake.Calls(fakeruntime.VerbKill), "each kill was tried")
+			assert.Equal(t, 3, w.fake.Calls(fakeruntime.VerbInspect)-before, "each look-up was tried")
 			assert.Empty(t, w.fake.Containers(), "and each container removed all the same")
 			assert.Len(t, w.events(provision.EventRemoved), 3)
 		})
@@ -1116,8 +1059,8 @@ func TestTeardownWithCancelledContextStillRemovesEverything(t *testing.T) {
 	assert.Len(t, w.events(provision.EventRemoved), 3)
 }
 
-// TestTeardownHungRuntime: a runtime that hangs (on one container's kill
-// and remove, or on the list) makes a teardown fail within its
+// TestTeardownHungRuntime: a runtime that hangs (on one container's
+// look-up and remove, or on the list) makes a teardown fail within its
 // CallTimeout-bounded time, with an error naming what it could not do,
 // having removed everything else.
 func TestTeardownHungRuntime(t *testing.T) {
@@ -1131,11 +1074,11 @@ func TestTeardownHungRuntime(t *testing.T) {
 		wantLeft []string
 	}{
 		{
-			name: "KillAndRemoveHangOnOneContainer",
+			name: "LookUpAndRemoveHangOnOneContainer",
 			hang: func(w *world) *atomic.Int32 {
-				return w.hang(w.named("roboco-sandbox-redis-hg").ID, fakeruntime.VerbKill, fakeruntime.VerbRemove)
+				return w.hang(w.named("roboco-sandbox-redis-hg").ID, fakeruntime.VerbInspect, fakeruntime.VerbRemove)
 			},
-			wantErr:  []string{"roboco-sandbox-redis-hg", "remove", "kill"},
+			wantErr:  []string{"roboco-sandbox-redis-hg", "remove", "after the look-up"},
 			wantHeld: 2,
 			wantLeft: []string{"roboco-sandbox-redis-hg"},
 		},
@@ -1186,62 +1129,54 @@ func TestTeardownHungRuntime(t *testing.T) {
 }
 
 // TestPreClearLeavesANewerSameNamedContainerAlone: between the call's
-// initial list and the pre-clear's kill (a long pull, say), another
-// provision replaces the stale sandbox with a newer one of the same name.
-// The pre-clear leaves the newer one alone, and the call fails with a
-// conflict instead of taking it. On Docker and Podman the newer container
-// has a new ID; on containerd the ID is the name, so only the call label
-// or the creation time tells the two apart.
+// initial list and the pre-clear's remove (a long pull, say), another
+// provision replaces the stale sandbox with a newer one of the same name,
+// which has a new ID (IDs are never reused, on every backend). The
+// pre-clear, which removes by the listed ID, leaves the newer one alone,
+// and the call fails with a conflict instead of taking it.
 func TestPreClearLeavesANewerSameNamedContainerAlone(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	const name = "roboco-sandbox-pg-5"
 	newID := func(old runtime.Container) runtime.Container {
 		return runtime.Container{Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, keys.Call, "newcall"), Created: now}
 	}
-	sameIDNewer := func(old runtime.Container) runtime.Container {
-		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: maps.Clone(old.Labels), Created: now}
-	}
-	sameIDOtherCall := func(old runtime.Container) runtime.Container {
-		return runtime.Container{ID: old.ID, Name: old.Name, Image: old.Image, Labels: withLabel(old.Labels, keys.Call, "newcall"), Created: old.Created}
-	}
 	duringPull := func(old runtime.Container, c fakeruntime.Call) bool {
 		return c.Verb == fakeruntime.VerbImageExists && c.Object == "postgres:16-alpine"
 	}
-	atIdentityCheck := func(old runtime.Container, c fakeruntime.Call) bool {
+	atLookUp := func(old runtime.Container, c fakeruntime.Call) bool {
 		return c.Verb == fakeruntime.VerbInspect && c.Object == old.ID
 	}
+	atRemove := func(old runtime.Container, c fakeruntime.Call) bool {
+		return c.Verb == fakeruntime.VerbRemove && c.Object == old.ID
+	}
 	tests := []struct {
-		name string
-		// idIsName: the backend's ID is the container's name (containerd).
-		idIsName bool
-		newer    func(old runtime.Container) runtime.Container
-		at       func(old runtime.Container, c fakeruntime.Call) bool
+		name  string
+		newer func(old runtime.Container) runtime.Container
+		at    func(old runtime.Container, c fakeruntime.Call) bool
+		// preCleared: the listed sandbox was still there when the
+		// pre-clear looked, so its removal is reported (it is gone,
+		// whoever removed it); the newer one is untouched all the same.
+		preCleared bool
 	}{
-		{name: "NewIDDuringPull", newer: newID, at: duringPull},
-		{name: "NewIDAtIdentityCheck", newer: newID, at: atIdentityCheck},
-		{name: "SameIDNewerCreationDuringPull", idIsName: true, newer: sameIDNewer, at: duringPull},
-		{name: "SameIDNewerCreationAtIdentityCheck", idIsName: true, newer: sameIDNewer, at: atIdentityCheck},
-		{name: "SameIDOtherCallLabelAtIdentityCheck", idIsName: true, newer: sameIDOtherCall, at: atIdentityCheck},
+		{name: "DuringPull", newer: newID, at: duringPull},
+		{name: "AtTheLookUp", newer: newID, at: atLookUp},
+		{name: "AtTheRemove", newer: newID, at: atRemove, preCleared: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)
 			w.fake.SetClock(func() time.Time { return now })
-			id := ""
-			if tt.idIsName {
-				id = name
-			}
-			old := w.fake.Seed(runtime.Container{ID: id, Name: name, Image: "postgres:16-alpine", Created: now.Add(-10 * time.Minute),
+			old := w.fake.Seed(runtime.Container{Name: name, Image: "postgres:16-alpine", Created: now.Add(-10 * time.Minute),
 				Labels: map[string]string{keys.Sandbox: "1", keys.Owner: "roboco-agent-5",
 					keys.Engine: "postgres", keys.Call: "oldcall"}})
 			var (
 				replaced atomic.Bool
 				newer    runtime.Container
-				kills    record[string]
+				hits     record[string]
 			)
 			w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
-				if c.Verb == fakeruntime.VerbKill {
-					kills.add(c.Object)
+				if c.Verb == fakeruntime.VerbKill || c.Verb == fakeruntime.VerbRemove {
+					hits.add(c.Object)
 				}
 				if !tt.at(old, c) || !replaced.CompareAndSwap(false, true) {
 					return nil
@@ -1273,8 +1208,10 @@ func TestPreClearLeavesANewerSameNamedContainerAlone(t *testing.T) {
 			} else {
 				assert.Equal(t, "run", pe.Stage, "the pre-clear let it be; the run found the name taken")
 			}
-			assert.Empty(t, w.events(provision.EventPreCleared), "nothing was pre-cleared")
-			assert.NotContains(t, kills.get(), newer.ID, "the newer container is never killed")
+			if !tt.preCleared {
+				assert.Empty(t, w.events(provision.EventPreCleared), "nothing was pre-cleared")
+			}
+			assert.NotContains(t, hits.get(), newer.ID, "the newer container is never killed or removed")
 
 			left := w.fake.Containers()
 			require.Len(t, left, 1, "the newer container survives; this call's redis is rolled back")

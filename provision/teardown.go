@@ -9,13 +9,12 @@ import (
 
 // Teardown removes every sandbox of ownerID: it lists by the owner label
 // (the one round trip the owner rule needs: the sandboxes are found by
-// their label, in whatever process made them), then kills and removes
-// each one (with its anonymous volumes) in parallel, without waiting out
-// a graceful stop, and only if it is still the container the list saw (a
-// newer same-named sandbox, provisioned meanwhile, is left alone). That is
-// runtime.Destroy: one forced remove by the listed ID where the runtime's
-// IDs are never reused, an identity check around a kill and a remove
-// where they may be. A kill that fails does not stop the remove.
+// their label, in whatever process made them), then force-removes each
+// one (with its anonymous volumes) in parallel, without waiting out a
+// graceful stop, by the ID the list saw (a newer same-named sandbox,
+// provisioned meanwhile, has another ID and is left alone). That is
+// runtime.Destroy: one look-up, which tells removed from gone, and one
+// forced remove by the listed ID.
 //
 // Teardown is clean-up: it runs to its end even when ctx has already been
 // cancelled (a signal, a caller that gave up), and each runtime call is

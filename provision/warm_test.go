@@ -215,14 +215,8 @@ func TestWhichWarmFailuresFallBackCold(t *testing.T) {
 func (w *world) noImageStore() { w.storeless = true }
 
 // storeless is a runtime with the port's verbs only: no runtime.ImageStore
-// (and no Unwrap, which would lead runtime.As to the fake's store). It
-// forwards runtime.IDRemover, so that teardown takes the fake's path.
+// (and no Unwrap, which would lead runtime.As to the fake's store).
 type storeless struct{ runtime.ContainerRuntime }
-
-// RemoveByID forwards runtime.IDRemover.
-func (s storeless) RemoveByID(ctx context.Context, id string) error {
-	return runtime.RemoveByID(ctx, s.ContainerRuntime, id)
-}
 
 func TestNoImageStorePullsAtRunAndStartsCold(t *testing.T) {
 	w := newWorld(t)

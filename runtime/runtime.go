@@ -10,7 +10,14 @@ import (
 
 // ContainerRuntime is the port every backend implements. All verbs are safe
 // for concurrent use. Names and IDs are interchangeable wherever a verb takes
-// a container reference.
+// a container reference; a reference is read as an ID first, then as a
+// name.
+//
+// Identity contract: a container's ID is never given to another container
+// (Docker's and Podman's 64 random hex digits, containerd's alike, a pod's
+// UID), so a verb given the ID a caller listed acts on that container or
+// on none, whatever became of its name since (Destroy relies on it; the
+// conformance suite's IDsAreNeverReused asserts it).
 //
 // Idempotency contract (the provisioner's teardown relies on it):
 //   - Remove of an absent container returns nil.

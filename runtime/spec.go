@@ -32,13 +32,19 @@ import (
 //     lower-case) and a host IP that is an IPv4 address (default
 //     DefaultHostIP: nothing is published on all interfaces unless asked);
 //   - every capability is one of PermittedCapabilities (made upper case,
-//     without "CAP_", sorted, each once; see confine.go).
+//     without "CAP_", sorted, each once; see confine.go);
+//   - no label key is one of ReservedLabelKeys.
 //
 // Maps and slices the spec shares with the caller are not modified; Ports,
 // Ulimits and Capabilities are new slices.
 func (s RunSpec) Normalize() (RunSpec, error) {
 	if s.Image == "" {
 		return s, invalidf("no image given")
+	}
+	for _, k := range ReservedLabelKeys {
+		if _, ok := s.Labels[k]; ok {
+			return s, invalidf("label %q is reserved: a backend keeps the container's name in it", k)
+		}
 	}
 	if s.MemoryBytes < 0 || s.PidsLimit < 0 {
 		return s, invalidf("negative limit (memory %d, pids %d)", s.MemoryBytes, s.PidsLimit)
@@ -88,6 +94,12 @@ func (s RunSpec) Normalize() (RunSpec, error) {
 	}
 	return s, nil
 }
+
+// ReservedLabelKeys are the label keys a run spec may not set, on any
+// backend, because one keeps data of its own under them: containerd keeps
+// a container's name in "nerdctl/name", as nerdctl does (its container IDs
+// are random), so a user's label there would rename the container.
+var ReservedLabelKeys = []string{"nerdctl/name"}
 
 // MaxCPUs is the largest CPU quota the port takes, in cores: Linux's
 // largest CONFIG_NR_CPUS. More is a mistake (a stray exponent), and far

@@ -51,6 +51,7 @@ func TestRunSpecNormalize(t *testing.T) {
 		wantErr string
 	}{
 		{"NoImage", runtime.RunSpec{Name: "c1"}, "no image given"},
+		{"NameLabelIsReserved", runtime.RunSpec{Image: "i", Labels: map[string]string{"nerdctl/name": "other"}}, `label "nerdctl/name" is reserved`},
 		{"NegativeMemory", runtime.RunSpec{Image: "i", MemoryBytes: -1}, "negative limit"},
 		{"NegativeCPUs", runtime.RunSpec{Image: "i", CPUs: -0.5}, "negative limit"},
 		{"NegativePids", runtime.RunSpec{Image: "i", PidsLimit: -1}, "negative limit"},

@@ -47,8 +47,8 @@ type sweptJSON struct {
 type reportJSON struct {
 	DryRun  bool        `json:"dry_run"`
 	Removed []sweptJSON `json:"removed"`
-	// Vanished: orphans that were gone (or whose name a newer container
-	// had taken) when the sweep came to remove them.
+	// Vanished: orphans that were gone when the sweep came to remove
+	// them.
 	Vanished []sweptJSON `json:"vanished"`
 	Kept     []sweptJSON `json:"kept"`
 	Skipped  []sweptJSON `json:"skipped"`

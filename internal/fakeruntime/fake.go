@@ -1,9 +1,8 @@
-// Package fakeruntime is an in-memory runtime.ContainerRuntime (and
-// runtime.IDRemover as SetIDsNeverReused says) for
-// unit tests of the lifecycle code: the provisioner and the janitor. It
-// honours the port's contract (error kinds,
-// idempotency, label selection across states, anonymous volumes removed
-// with their container) and adds what tests need to steer it: failures
+// Package fakeruntime is an in-memory runtime.ContainerRuntime for unit
+// tests of the lifecycle code: the provisioner and the janitor. It honours
+// the port's contract (error kinds, idempotency, label selection across
+// states, anonymous volumes removed with their container, container IDs
+// that are never reused) and adds what tests need to steer it: failures
 // injected per verb and object, exec results scripted per probe command,
 // an injectable clock, call counts and the peak number of concurrent calls
 // per verb.
@@ -17,7 +16,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -113,10 +111,9 @@ type Runtime struct {
 	maxInflight map[string]int
 	nextIP      int
 	rootless    bool
-	// neverReused: the fake says its IDs are never reused (RemoveByID
-	// works); used holds every ID it has given out or been seeded with.
-	neverReused bool
-	used        map[string]bool
+	// used holds every container ID the fake has given out or been
+	// seeded with: none is ever given to another container.
+	used map[string]bool
 }
 
 type container struct {
@@ -258,15 +255,16 @@ func (f *Runtime) Volumes() []string {
 
 // Seed adds c as is (no hooks, no listeners, no volumes): for tests that
 // need many containers in given states and ages. An empty ID is generated;
-// nil maps are allowed.
+// an ID the fake has had before panics (IDs are never reused, on any
+// backend); nil maps are allowed.
 func (f *Runtime) Seed(c runtime.Container) runtime.Container {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c.ID == "" {
 		c.ID = randomID()
 	}
-	if f.neverReused && f.used[c.ID] {
-		panic("fakeruntime: Seed reuses ID " + c.ID + " on a fake whose IDs are never reused")
+	if f.used[c.ID] {
+		panic("fakeruntime: Seed reuses ID " + c.ID + ": container IDs are never reused")
 	}
 	f.used[c.ID] = true
 	if c.Created.IsZero() {
@@ -365,19 +363,6 @@ func (f *Runtime) Version(ctx context.Context) (runtime.Info, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return runtime.Info{Runtime: f.name, Endpoint: f.Endpoint(), Version: "0", CgroupVersion: "2", Rootless: f.rootless}, nil
-}
-
-// SetIDsNeverReused says whether the fake's container IDs are never
-// reused, as Docker's and Podman's (random, 64 hex digits) are: then
-// RemoveByID removes by ID in one call, and Seed refuses (panics on) an ID
-// it has seen before. Off (the default), the fake is a runtime whose IDs
-// may be reused (containerd's ID is its name; Seed a container with
-// ID = Name to model one), and RemoveByID is ErrUnsupported, as for a
-// wrapper that does not forward runtime.IDRemover.
-func (f *Runtime) SetIDsNeverReused(never bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.neverReused = never
 }
 
 // SetRootless makes Version report a rootless runtime.
@@ -672,39 +657,6 @@ func (f *Runtime) removeLocked(c *container) {
 			f.removeLocked(d)
 		}
 	}
-}
-
-// RemoveByID implements runtime.IDRemover as SetIDsNeverReused says:
-// where IDs are never reused, it kills and removes the container whose ID
-// is id, with its anonymous volumes (ErrNotFound when there is none, and
-// ErrInvalid for anything but a full ID); otherwise it is ErrUnsupported,
-// with no call made. Its calls are VerbRemove calls, so hooks and failures
-// injected for removes apply to it.
-func (f *Runtime) RemoveByID(ctx context.Context, id string) error {
-	f.mu.Lock()
-	never := f.neverReused
-	f.mu.Unlock()
-	if !never {
-		return f.err(VerbRemove, id, runtime.ErrUnsupported, errors.New("container IDs may be reused"))
-	}
-	if !runtime.IsFullID(id) {
-		return f.err(VerbRemove, id, runtime.ErrInvalid, errors.New("not a full container ID"))
-	}
-	end, err := f.begin(ctx, Call{Verb: VerbRemove, Object: id})
-	if err != nil {
-		return err
-	}
-	defer end()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.containers[id]
-	if !ok {
-		return f.err(VerbRemove, id, runtime.ErrNotFound, nil)
-	}
-	c.closeListeners()
-	f.dropVolumes(id)
-	delete(f.containers, id)
-	return nil
 }
 
 // List returns the containers whose labels match selector, in every state,

@@ -2,6 +2,8 @@ package testruntimes
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,15 +25,29 @@ func (r Runtime) OwnCLI(t testing.TB, args ...string) string {
 }
 
 // LabelledNames lists, with the runtime's own CLI, the names of the
-// containers (in any state) that carry the label key=value.
+// containers (in any state) that carry the label key=value, sorted.
 func (r Runtime) LabelledNames(t testing.TB, key, value string) []string {
 	t.Helper()
-	var out string
-	if r.RT.Name() == containerd.Name {
-		// On containerd the ID is the name.
-		out = r.OwnCLI(t, "containers", "ls", "-q", `labels."`+key+`"==`+value)
-	} else {
-		out = r.OwnCLI(t, "ps", "-a", "--filter", "label="+key+"="+value, "--format", "{{.Names}}")
+	if r.RT.Name() != containerd.Name {
+		out := r.OwnCLI(t, "ps", "-a", "--filter", "label="+key+"="+value, "--format", "{{.Names}}")
+		names := strings.Fields(out)
+		slices.Sort(names)
+		return names
 	}
-	return strings.Fields(out)
+	// ctr lists IDs; a container's name is its nerdctl/name label (its ID
+	// for one made when the ID was the name).
+	var names []string
+	for _, id := range strings.Fields(r.OwnCLI(t, "containers", "ls", "-q", `labels."`+key+`"==`+value)) {
+		var info struct{ Labels map[string]string }
+		if err := json.Unmarshal([]byte(r.OwnCLI(t, "containers", "info", id)), &info); err != nil {
+			t.Fatalf("ctr containers info %s: %v", id, err)
+		}
+		name := info.Labels[containerd.NerdctlNameLabel]
+		if name == "" {
+			name = id
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }

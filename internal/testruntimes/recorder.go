@@ -73,12 +73,6 @@ func (r *Recorder) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) 
 	return res, err
 }
 
-// RemoveByID forwards runtime.IDRemover, so that what the provisioner
-// removes through a Recorder it removes as on the bare runtime.
-func (r *Recorder) RemoveByID(ctx context.Context, id string) error {
-	return runtime.RemoveByID(ctx, r.ContainerRuntime, id)
-}
-
 // Execs is the number of completed execs in the container called name.
 func (r *Recorder) Execs(name string) int {
 	r.mu.Lock()

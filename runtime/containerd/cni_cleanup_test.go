@@ -186,7 +186,7 @@ func TestFailedNetworkJoinLeavesNothing(t *testing.T) {
 					_, err := os.Stat(filepath.Join(signals, "started"))
 					return err
 				}, "the firewall plugin's ADD starts")
-				during := footprintOf(t, r, def, name)
+				during := footprintOf(t, r, def, idOf(t, r, name))
 				assert.NotEmpty(t, during.IPs, "control: the bridge plugin took an address before firewall ran")
 				assert.NotEmpty(t, during.Veths, "control: the bridge plugin made a veth before firewall ran")
 				assert.NotEmpty(t, during.NAT, "control: portmap wrote its DNAT rules before firewall ran")
@@ -205,9 +205,11 @@ func TestFailedNetworkJoinLeavesNothing(t *testing.T) {
 			}
 			_, ierr := r.Inspect(testContext(t), name)
 			assert.ErrorIs(t, ierr, runtime.ErrNotFound, "no container left")
-			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
-			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
-			assert.NoFileExists(t, r.reservationFile(r.namespace, name), "no host port left reserved")
+			id := idOf(t, r, name)
+			require.NotEmpty(t, id, "the run made a container")
+			assert.Equal(t, before, footprintOf(t, r, def, id), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, id), "no network lease left")
+			assert.NoFileExists(t, r.reservationFile(r.namespace, id), "no host port left reserved")
 		})
 	}
 }
@@ -255,8 +257,10 @@ func TestNetworkJoinRetriesALostChainRace(t *testing.T) {
 			}
 			_, ierr := r.Inspect(ctx, name)
 			assert.ErrorIs(t, ierr, runtime.ErrNotFound, "no container left")
-			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
-			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+			id := idOf(t, r, name)
+			require.NotEmpty(t, id, "the run made a container")
+			assert.Equal(t, before, footprintOf(t, r, def, id), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, id), "no network lease left")
 		})
 	}
 }
@@ -267,11 +271,31 @@ func TestNetworkJoinRetriesALostChainRace(t *testing.T) {
 const crashChildEnv = "SANDBOXER_TEST_CRASH_AFTER_JOIN"
 
 func TestMain(m *testing.M) {
+	testHookCreated = func(name, id string) { createdIDs.Store(name, id) }
 	if v := os.Getenv(crashChildEnv); v != "" {
 		crashAfterJoin(v)
 		return
 	}
 	os.Exit(m.Run())
+}
+
+// createdIDs maps the name of each container this test process made to
+// its ID (the last one made under the name).
+var createdIDs sync.Map
+
+// idOf is the ID of the last container made under name by this process,
+// or, failing that, of the container of that name (one another process
+// made); "" when there is none.
+func idOf(t *testing.T, r *Runtime, name string) string {
+	t.Helper()
+	if id, ok := createdIDs.Load(name); ok {
+		return id.(string)
+	}
+	c, err := r.Inspect(testContext(t), name)
+	if err != nil {
+		return ""
+	}
+	return c.ID
 }
 
 // crashAfterJoin is the child of TestCrashAfterJoinIsReconciled. It exits
@@ -296,8 +320,9 @@ func crashAfterJoin(arg string) {
 }
 
 // crashAfterJoin runs the child and checks it died of SIGKILL, leaving the
-// container with CNI state that its record does not mention.
-func runCrashChild(t *testing.T, r *Runtime, def *networkDef, name string) {
+// container with CNI state that its record does not mention; it returns
+// the container's ID.
+func runCrashChild(t *testing.T, r *Runtime, def *networkDef, name string) string {
 	t.Helper()
 	ctx := testContext(t)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
@@ -309,25 +334,28 @@ func runCrashChild(t *testing.T, r *Runtime, def *networkDef, name string) {
 	require.True(t, ok)
 	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the child dies of SIGKILL, not %v: %s", err, out)
 
-	c, err := r.client.LoadContainer(r.ctx(ctx), name)
+	id := idOf(t, r, name)
+	require.NotEmpty(t, id, "the container outlives the process")
+	c, err := r.client.LoadContainer(r.ctx(ctx), id)
 	require.NoError(t, err, "the container outlives the process")
 	info, err := c.Info(r.ctx(ctx))
 	require.NoError(t, err)
 	rec, err := recordOf(info)
 	require.NoError(t, err)
 	require.Empty(t, rec.Attached, "the join was not recorded")
-	left := footprintOf(t, r, def, name)
+	left := footprintOf(t, r, def, id)
 	require.NotEmpty(t, left.IPs, "control: the killed process left an IP allocation")
 	require.NotEmpty(t, left.NAT, "control: the killed process left portmap's rules")
-	require.FileExists(t, r.leaseFile(r.namespace, name), "the lease names what the record does not")
+	require.FileExists(t, r.leaseFile(r.namespace, id), "the lease names what the record does not")
+	return id
 }
 
 // deleteBehindTheBack removes a container the way ctr would (kill and
 // delete its task, delete it with its snapshot), without the adapter.
-func deleteBehindTheBack(t *testing.T, r *Runtime, name string) {
+func deleteBehindTheBack(t *testing.T, r *Runtime, id string) {
 	t.Helper()
 	ctx := r.ctx(testContext(t))
-	c, err := r.client.LoadContainer(ctx, name)
+	c, err := r.client.LoadContainer(ctx, id)
 	require.NoError(t, err)
 	if task, err := c.Task(ctx, nil); err == nil {
 		_, err = task.Delete(ctx, client.WithProcessKill)
@@ -347,13 +375,13 @@ func TestCrashAfterJoinIsReconciled(t *testing.T) {
 	busybox := testenv.Image(t, Name, "busybox")
 	cases := []struct {
 		name  string
-		after func(t *testing.T, name string)
+		after func(t *testing.T, name, id string)
 	}{
-		{name: "Remove through the adapter", after: func(t *testing.T, name string) {
+		{name: "Remove through the adapter", after: func(t *testing.T, name, _ string) {
 			require.NoError(t, r.Remove(testContext(t), name))
 		}},
-		{name: "removed behind its back, then the next Run", after: func(t *testing.T, name string) {
-			deleteBehindTheBack(t, r, name)
+		{name: "removed behind its back, then the next Run", after: func(t *testing.T, _, id string) {
+			deleteBehindTheBack(t, r, id)
 			next := "sbx-test-" + randHex(4)
 			track(t, r, next)
 			_, err := r.Run(testContext(t), runtime.RunSpec{Name: next, Image: busybox, Command: []string{"sleep", "600"}, Labels: map[string]string{testLabel: "1"}})
@@ -364,13 +392,13 @@ func TestCrashAfterJoinIsReconciled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			def, name, before := freshContainer(t, r)
 
-			runCrashChild(t, r, def, name)
-			tc.after(t, name)
+			id := runCrashChild(t, r, def, name)
+			tc.after(t, name, id)
 
 			_, err := r.Inspect(testContext(t), name)
 			assert.ErrorIs(t, err, runtime.ErrNotFound, "the crashed container is gone")
-			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
-			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+			assert.Equal(t, before, footprintOf(t, r, def, id), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, id), "no network lease left")
 		})
 	}
 }
@@ -404,23 +432,14 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 			_, err = j.Sweep(ctx)
 			require.NoError(t, err)
 		}},
-		{name: "a new container of the same name, while a reconcile is under way", reconcile: func(t *testing.T, ctx context.Context, name, network string) {
-			// Run's own reconcile finds the leases locked and leaves it
-			// to the holder, and the join waits for the lock; the holder
-			// lets go having done nothing, so the new container's join
-			// must undo the old lease itself.
-			unlock, err := lockDir(ctx, r.leasesDir(), true)
-			require.NoError(t, err)
-			unlockOnce := sync.OnceFunc(unlock)
-			defer unlockOnce()
-			setHook(t, &testHookLockWait, func(dir string) {
-				if dir == r.leasesDir() {
-					unlockOnce()
-				}
-			})
-			_, err = r.Run(ctx, runtime.RunSpec{Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: network,
+		{name: "a new container of the same name", reconcile: func(t *testing.T, ctx context.Context, name, network string) {
+			// It gets an ID of its own, so the old lease is not its
+			// business: its Run's reconcile undoes it, as any Run's does.
+			old := idOf(t, r, name)
+			c, err := r.Run(ctx, runtime.RunSpec{Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: network,
 				Ports: []runtime.PortSpec{{ContainerPort: 8080}}, Labels: map[string]string{testLabel: "1"}})
 			require.NoError(t, err, "the name runs again")
+			require.NotEqual(t, old, c.ID, "under an ID of its own")
 			require.NoError(t, r.Remove(ctx, name))
 		}},
 	}
@@ -429,25 +448,26 @@ func TestFailedLeaveIsReconciled(t *testing.T) {
 			ctx := testContext(t)
 			def, name, before := freshContainer(t, r)
 
-			_, err := r.Run(ctx, runtime.RunSpec{
+			c, err := r.Run(ctx, runtime.RunSpec{
 				Name: name, Image: busybox, Command: []string{"sleep", "600"}, Network: def.Name,
 				Ports:  []runtime.PortSpec{{ContainerPort: 8080}},
 				Labels: map[string]string{testLabel: "1"},
 			})
 			require.NoError(t, err)
-			require.NoFileExists(t, r.leaseFile(r.namespace, name), "a recorded join holds no lease")
+			id := c.ID
+			require.NoFileExists(t, r.leaseFile(r.namespace, id), "a recorded join holds no lease")
 
 			require.NoError(t, broken.Remove(ctx, name), "Remove goes on past a failed DEL")
 			_, err = r.Inspect(ctx, name)
 			require.ErrorIs(t, err, runtime.ErrNotFound)
-			left := footprintOf(t, r, def, name)
+			left := footprintOf(t, r, def, id)
 			require.NotEmpty(t, left.IPs, "control: the failed DEL left the IP allocation")
 			require.NotEmpty(t, left.NAT, "control: the failed DEL left portmap's rules")
-			require.FileExists(t, r.leaseFile(r.namespace, name), "the failed DEL left a lease")
+			require.FileExists(t, r.leaseFile(r.namespace, id), "the failed DEL left a lease")
 
 			tc.reconcile(t, ctx, name, def.Name)
-			assert.Equal(t, before, footprintOf(t, r, def, name), "the host's network state is as before")
-			assert.NoFileExists(t, r.leaseFile(r.namespace, name), "no network lease left")
+			assert.Equal(t, before, footprintOf(t, r, def, id), "the host's network state is as before")
+			assert.NoFileExists(t, r.leaseFile(r.namespace, id), "no network lease left")
 		})
 	}
 }
@@ -486,17 +506,17 @@ func TestReconcileDuringAJoinLeavesTheNewContainer(t *testing.T) {
 
 	// The older container of the name: its removal's DEL fails, and
 	// leaves a lease.
-	_, err := r.Run(ctx, spec)
+	older, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 	require.NoError(t, broken.Remove(ctx, name))
-	require.FileExists(t, r.leaseFile(r.namespace, name), "control: the failed DEL left a lease")
+	require.FileExists(t, r.leaseFile(r.namespace, older.ID), "control: the failed DEL left a lease")
 
 	// A reconcile finds that container gone, and is held there.
 	orphaned, resume, reconciled := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	resumeOnce := sync.OnceFunc(func() { close(resume) })
 	t.Cleanup(resumeOnce)
 	setHook(t, &testHookLeaseOrphaned, func(_, id string) {
-		if id == name {
+		if id == older.ID {
 			close(orphaned)
 			<-resume
 		}
@@ -516,7 +536,7 @@ func TestReconcileDuringAJoinLeavesTheNewContainer(t *testing.T) {
 		}
 	})
 	setHook(t, &testHookAttached, func(id string) {
-		if id == name {
+		if id != older.ID {
 			resumeOnce() // joined, not recorded: the reconcile goes on now
 			<-reconciled
 		}
@@ -533,19 +553,21 @@ func TestReconcileDuringAJoinLeavesTheNewContainer(t *testing.T) {
 	addr := c.Networks[def.Name]
 	require.NotEmpty(t, addr, "an address on the network")
 	require.Len(t, c.Ports, 1)
-	pid := taskPid(t, r, name)
+	require.NotEqual(t, older.ID, c.ID, "the newer container has an ID of its own")
+	pid := taskPid(t, r, c.ID)
 	out, err := exec.CommandContext(ctx, "nsenter", "-t", pid, "-n", "ip", "-4", "-o", "addr", "show", "dev", "eth0").CombinedOutput()
 	require.NoError(t, err, "nsenter: %s", out)
 	assert.Contains(t, string(out), " "+addr+"/", "eth0 in the container's network namespace has its address")
 	assert.Contains(t, reservedIPs(t, r, def.Name), addr, "host-local still holds the newer container's address")
 	assert.Equal(t, name+"\n", answers(t, c.Ports[0].HostPort), "the published port reaches the newer container")
-	assert.NoFileExists(t, r.leaseFile(r.namespace, name), "the join is recorded: no lease")
+	assert.NoFileExists(t, r.leaseFile(r.namespace, c.ID), "the join is recorded: no lease")
 
 	require.NoError(t, r.Remove(ctx, name))
-	assert.Equal(t, before, footprintOf(t, r, def, name), "neither container left network state")
+	assert.Equal(t, before, footprintOf(t, r, def, older.ID), "the older container left no network state")
+	assert.Equal(t, before, footprintOf(t, r, def, c.ID), "nor did the newer")
 }
 
-// taskPid is the pid of a container's task, as ctr lists it.
+// taskPid is the pid of a container's task (by ID), as ctr lists it.
 func taskPid(t *testing.T, r *Runtime, name string) string {
 	t.Helper()
 	lines, err := testkit.CLILines(testContext(t), "ctr", "--address", r.address, "-n", r.namespace, "task", "ls")

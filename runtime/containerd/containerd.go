@@ -20,6 +20,13 @@
 // and limits are checked against the host's cgroup controllers.
 //
 // What a container is made of:
+//   - a container whose ID is 64 random hex digits, never given to another
+//     container, with its name (the run spec's, or a random one) in the
+//     label "nerdctl/name", as nerdctl keeps it; a name is taken under a
+//     file lock (state dir, names/), so two creates of a name, in any
+//     processes, make one container. Every verb takes an ID or a name (an
+//     ID first). Containers made when the ID was the name (no name label)
+//     are found by their ID, reported under it as their name, and hold it;
 //   - a container with the run spec's labels, an overlay snapshot of its
 //     image, and a record (a container extension) of what the adapter needs
 //     to know later, from any process: the image ref as given, the stop

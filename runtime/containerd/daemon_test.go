@@ -255,8 +255,10 @@ func TestRunFailureLeavesNothing(t *testing.T) {
 			assert.Contains(t, err.Error(), Name)
 			_, err = r.Inspect(ctx, spec.Name)
 			assert.ErrorIs(t, err, runtime.ErrNotFound, "no container left")
-			assert.Empty(t, allocationsOf(t, r, spec.Name), "no IP left allocated to it")
-			assert.NoFileExists(t, r.reservationFile(r.namespace, spec.Name), "no host port left reserved for it")
+			if id := idOf(t, r, spec.Name); id != "" { // else it failed before a container was made
+				assert.Empty(t, allocationsOf(t, r, id), "no IP left allocated to it")
+				assert.NoFileExists(t, r.reservationFile(r.namespace, id), "no host port left reserved for it")
+			}
 		})
 	}
 }

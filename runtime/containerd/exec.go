@@ -20,10 +20,11 @@ import (
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
-// Exec runs spec.Cmd in the container's running task (task.Exec), with the
-// container's environment plus spec.Env, as spec.User when given (a name
-// or uid[:gid], resolved in the container's /etc/passwd), and waits for it:
-// stdout, stderr and the exit code come back separately.
+// Exec runs spec.Cmd in the running task (task.Exec) of the container ref
+// names (an ID or a name, see getContainer), with the container's
+// environment plus spec.Env, as spec.User when given (a name or uid[:gid],
+// resolved in the container's /etc/passwd), and waits for it: stdout,
+// stderr and the exit code come back separately.
 func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (runtime.ExecResult, error) {
 	const op = runtime.OpExec
 	ctx = r.ctx(ctx)
@@ -33,10 +34,11 @@ func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (
 	if len(spec.Cmd) == 0 {
 		return runtime.ExecResult{}, fail(op, ref, nil, "no command given")
 	}
-	if _, err := r.getContainer(ctx, op, ref); err != nil {
+	info, err := r.getContainer(ctx, op, ref)
+	if err != nil {
 		return runtime.ExecResult{}, err
 	}
-	c, err := r.client.LoadContainer(ctx, ref)
+	c, err := r.client.LoadContainer(ctx, info.ID)
 	if err != nil {
 		return runtime.ExecResult{}, r.wrap(op, ref, err)
 	}

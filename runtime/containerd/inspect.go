@@ -7,7 +7,6 @@ import (
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	apitask "github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/containers"
-	"github.com/containerd/containerd/v2/pkg/identifiers"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
@@ -16,9 +15,11 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// Inspect reports a container's state from its task (no task: created),
-// with the addresses and published ports recorded when it joined its
-// network, and its tmpfs mounts and anonymous volumes.
+// Inspect reports a container, by ID or name (see getContainer): its
+// state from its task (no task: created), with the addresses and published
+// ports recorded when it joined its network, and its tmpfs mounts and
+// anonymous volumes. Its Name is its name label, or its ID for a container
+// made when the ID was the name.
 func (r *Runtime) Inspect(ctx context.Context, ref string) (runtime.Container, error) {
 	const op = runtime.OpInspect
 	ctx = r.ctx(ctx)
@@ -42,19 +43,6 @@ func (r *Runtime) inspect(ctx context.Context, op, ref string) (runtime.Containe
 		return runtime.Container{}, r.wrap(op, ref, err)
 	}
 	return c, nil
-}
-
-// getContainer reads a container's metadata; an absent one (or a name no
-// container can have) is ErrNotFound.
-func (r *Runtime) getContainer(ctx context.Context, op, ref string) (containers.Container, error) {
-	if identifiers.Validate(ref) != nil {
-		return containers.Container{}, fail(op, ref, runtime.ErrNotFound, "no container is named %q", ref)
-	}
-	info, err := r.client.ContainerService().Get(ctx, ref)
-	if err != nil {
-		return containers.Container{}, r.wrap(op, ref, err)
-	}
-	return info, nil
 }
 
 // taskState is a container's state as its task tells it.
@@ -105,7 +93,7 @@ func toContainer(info containers.Container, ts taskState, withMounts bool) (runt
 	}
 	c := runtime.Container{
 		ID:        info.ID,
-		Name:      info.ID,
+		Name:      nameOf(info),
 		Image:     rec.Image,
 		Labels:    userLabels(info.Labels, rec),
 		State:     ts.state,

@@ -135,7 +135,7 @@ func TestNetworksIsolatedFromANeighboursSide(t *testing.T) {
 		gateways[d1] = def.Gateway
 	}
 	for name, gw := range gateways {
-		out, err := ctrRun(ctx, t, r, taskPid(t, r, name), busybox, true, "ip route replace default via "+gw)
+		out, err := ctrRun(ctx, t, r, taskPid(t, r, idOf(t, r, name)), busybox, true, "ip route replace default via "+gw)
 		require.NoError(t, err, "give %s a default route: %s", name, out)
 	}
 
@@ -159,7 +159,7 @@ func TestNetworksIsolatedFromANeighboursSide(t *testing.T) {
 
 	// A neighbour ctr makes in the default network (in d1's network
 	// namespace, which the adapter's default network gave it).
-	pid := taskPid(t, r, d1)
+	pid := taskPid(t, r, idOf(t, r, d1))
 	ctrFetch := func(netnsPid string, to string, wait int) bool {
 		out, err := ctrRun(ctx, t, r, netnsPid, busybox, false, httpGet(addr[to], isoPort, "/who", wait)[2])
 		var ee *exec.ExitError

@@ -70,17 +70,18 @@ func (r *Runtime) writeLease(l networkLease) error {
 }
 
 // takeLease writes the lease of a container that is about to join its
-// network, under the leases lock. The container was just made: a lease
-// under its name is a previous container's of that name, whose DEL failed
-// and that no reconcile undid yet. It is undone first (without a network
-// namespace: that one is gone), or the new lease would hide it and the ADD
-// would find its address taken. The lock is what keeps a reconcile from
-// undoing the new container's network: one that found the name's
-// container gone (the previous one) and then read the lease would
-// otherwise read this one and DEL it, and a DEL by container ID releases
-// the new container's address and removes its portmap and firewall rules.
-// With the lock, a reconcile either ends before (and undid the old lease
-// itself) or starts after, and then finds the container.
+// network, under the leases lock. The container was just made, under an
+// ID no container had before, so a lease under its ID is one a container
+// made when the ID was the name left (a DEL that failed, not yet
+// reconciled). It is undone first (without a network namespace: that one
+// is gone), or the new lease would hide it and the ADD would find its
+// address taken. The lock is what keeps a reconcile from undoing the new
+// container's network: one that found the ID's container gone (the
+// previous one) and then read the lease would otherwise read this one and
+// DEL it, and a DEL by container ID releases the new container's address
+// and removes its portmap and firewall rules. With the lock, a reconcile
+// either ends before (and undid the old lease itself) or starts after, and
+// then finds the container.
 func (r *Runtime) takeLease(ctx context.Context, l networkLease) error {
 	unlock, err := lockDir(r.ctx(ctx), r.leasesDir(), true)
 	if err != nil {

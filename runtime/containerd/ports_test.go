@@ -241,7 +241,7 @@ func TestConcurrentRunsGetDistinctPorts(t *testing.T) {
 			}
 			seen[k] = names[i]
 		}
-		rv := readReservation(t, first, names[i])
+		rv := readReservation(t, first, ran[i].ID)
 		assert.ElementsMatch(t, ran[i].Ports, rv.Ports, "reserved as published")
 	}
 	for i := range n {
@@ -249,7 +249,7 @@ func TestConcurrentRunsGetDistinctPorts(t *testing.T) {
 	}
 
 	require.NoError(t, second.Remove(ctx, names[0]))
-	assert.NoFileExists(t, first.reservationFile(first.namespace, names[0]), "released by Remove")
+	assert.NoFileExists(t, first.reservationFile(first.namespace, ran[0].ID), "released by Remove")
 }
 
 // readReservation reads a container's host port reservation.
@@ -322,6 +322,6 @@ func TestRunSkipsHeldAndReservedPorts(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, c.Ports, 1)
 		assert.Equal(t, explicit, c.Ports[0].HostPort)
-		assert.Equal(t, []runtime.PortBinding{c.Ports[0]}, readReservation(t, r, name).Ports, "reserved too")
+		assert.Equal(t, []runtime.PortBinding{c.Ports[0]}, readReservation(t, r, c.ID).Ports, "reserved too")
 	})
 }

@@ -94,11 +94,13 @@ func recordOf(c containers.Container) (*record, error) {
 
 // userLabels are the run spec's labels, exactly: the container's labels
 // without those containerd reserves for itself (garbage collection
-// references), plus the empty-valued ones the record keeps.
+// references) and the name label (the adapter's, reported as the
+// container's Name; RunSpec.Normalize refuses it as a label), plus the
+// empty-valued ones the record keeps.
 func userLabels(labels map[string]string, rec *record) map[string]string {
 	out := make(map[string]string, len(labels)+len(rec.EmptyLabels))
 	for k, v := range labels {
-		if strings.HasPrefix(k, "containerd.io/") {
+		if strings.HasPrefix(k, "containerd.io/") || k == NerdctlNameLabel {
 			continue
 		}
 		out[k] = v

@@ -8,13 +8,13 @@ import (
 	"os"
 
 	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/identifiers"
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// Remove force-removes a container: it leaves its network first (CNI DEL,
+// Remove force-removes a container, by ID or name (see getContainer): it
+// leaves its network first (CNI DEL,
 // while the task's network namespace still exists; a DEL that fails leaves
 // a network lease, which a later Reconcile retries), then kills and deletes
 // the task, deletes the container with its snapshot, its anonymous volumes,
@@ -29,21 +29,21 @@ func (r *Runtime) Remove(ctx context.Context, ref string) error {
 }
 
 func (r *Runtime) remove(ctx context.Context, ref string) error {
-	if identifiers.Validate(ref) != nil {
-		return nil // no container can have that name
-	}
-	c, err := r.client.LoadContainer(ctx, ref)
-	if cerrdefs.IsNotFound(err) || (err == nil && c == nil) {
+	info, err := r.getContainer(ctx, runtime.OpRemove, ref)
+	if errors.Is(err, runtime.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	info, err := c.Info(ctx, client.WithoutRefreshedMetadata)
+	rec, err := recordOf(info)
 	if err != nil {
 		return err
 	}
-	rec, err := recordOf(info)
+	c, err := r.client.LoadContainer(ctx, info.ID)
+	if cerrdefs.IsNotFound(err) {
+		return nil // removed meanwhile by another caller
+	}
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/identifiers"
 	"github.com/containerd/containerd/v2/plugins"
-	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
@@ -39,7 +38,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.RunSpec) (runtime.Contai
 	if err != nil {
 		return runtime.Container{}, err
 	}
-	if err := r.start(ctx, op, c, rec); err != nil {
+	if err := r.start(ctx, op, obj, c, rec); err != nil {
 		r.discard(ctx, op, c.ID())
 		return runtime.Container{}, err
 	}
@@ -69,29 +68,39 @@ func object(spec runtime.RunSpec) string {
 	return adapterkit.Object(spec, spec.Image)
 }
 
-// create validates the spec and makes the container.
+// create validates the spec and makes the container: a new random ID, the
+// name (the spec's, or a random one) in its name label, taken under the
+// name's lock (see name.go).
 func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (client.Container, *record, error) {
 	obj := object(spec)
 	spec, err := spec.Normalize()
 	if err != nil {
 		return nil, nil, runtime.NewError(Name, op, obj, nil, err)
 	}
-	id := spec.Name
-	if id == "" {
-		id = randomName()
-		obj = id
+	name := spec.Name
+	if name == "" {
+		name = randomName()
+		obj = name
 	}
-	if err := identifiers.Validate(id); err != nil {
+	if err := identifiers.Validate(name); err != nil {
 		return nil, nil, fail(op, obj, nil, "invalid container name: %v", err)
 	}
+	id := newID()
 	ports := spec.Ports
 	if err := checkLimits(spec); err != nil {
 		return nil, nil, r.wrap(op, obj, err)
 	}
-	if _, err := r.client.ContainerService().Get(ctx, id); err == nil {
-		return nil, nil, fail(op, obj, runtime.ErrAlreadyExists, "the name %q is taken", id)
-	} else if !cerrdefs.IsNotFound(err) {
+	// From "is the name taken?" until the container exists, no other
+	// create of the name (in any process) runs.
+	unlock, err := r.lockName(ctx, name)
+	if err != nil {
 		return nil, nil, r.wrap(op, obj, err)
+	}
+	defer unlock()
+	if taken, err := r.nameTaken(ctx, name); err != nil {
+		return nil, nil, r.wrap(op, obj, err)
+	} else if taken {
+		return nil, nil, fail(op, obj, runtime.ErrAlreadyExists, "the name %q is taken", name)
 	}
 	network := spec.Network
 	if network == "" {
@@ -127,7 +136,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	if err != nil {
 		return nil, nil, r.wrap(op, obj, err)
 	}
-	opts, err := specOpts(id, img, imgSpec.Config, spec, volMounts)
+	opts, err := specOpts(name, img, imgSpec.Config, spec, volMounts)
 	if err != nil {
 		_ = r.removeVolumes(context.WithoutCancel(ctx), vols)
 		return nil, nil, r.wrap(op, obj, err)
@@ -147,6 +156,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 		labels = map[string]string{}
 	}
 	maps.Copy(labels, volRefs)
+	labels[NerdctlNameLabel] = name
 
 	var runcOpts any
 	if r.runcRoot != "" {
@@ -164,28 +174,37 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 		_ = r.removeVolumes(context.WithoutCancel(ctx), vols)
 		return nil, nil, r.wrap(op, obj, err)
 	}
+	if testHookCreated != nil {
+		testHookCreated(name, id)
+	}
 	return c, rec, nil
 }
 
+// testHookCreated, when set (by tests only), is told the name and ID of
+// each container made: the state a failed run leaves (or must not leave)
+// is keyed by an ID the run never returned.
+var testHookCreated func(name, id string)
+
 // start creates the task (stdout and stderr to the container's log file),
 // joins its network namespace to the network, records what that gave, and
-// starts it. The caller removes the container if start fails.
-func (r *Runtime) start(ctx context.Context, op string, c client.Container, rec *record) error {
+// starts it. Errors name obj (the spec's name). The caller removes the
+// container if start fails.
+func (r *Runtime) start(ctx context.Context, op, obj string, c client.Container, rec *record) error {
 	id := c.ID()
-	def, err := r.network(op, id, rec.Network)
+	def, err := r.network(op, obj, rec.Network)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(rec.Log), 0o700); err != nil {
-		return r.wrap(op, id, err)
+		return r.wrap(op, obj, err)
 	}
 	task, err := c.NewTask(ctx, cio.LogFile(rec.Log))
 	if err != nil {
-		return r.wrap(op, id, fmt.Errorf("create task: %w", err))
+		return r.wrap(op, obj, fmt.Errorf("create task: %w", err))
 	}
 	att, err := r.attach(ctx, id, task.Pid(), def, rec.Ports)
 	if err != nil {
-		return r.wrap(op, id, err)
+		return r.wrap(op, obj, err)
 	}
 	if testHookAttached != nil {
 		testHookAttached(id)
@@ -198,14 +217,14 @@ func (r *Runtime) start(ctx context.Context, op string, c client.Container, rec 
 		if derr := r.detach(context.WithoutCancel(ctx), id, netnsPath(task.Pid()), rec); derr != nil {
 			r.log.Warn("containerd: leave network after a failed run", "container", id, "network", def.Name, "error", derr)
 		}
-		return r.wrap(op, id, fmt.Errorf("record the network attachment: %w", err))
+		return r.wrap(op, obj, fmt.Errorf("record the network attachment: %w", err))
 	}
 	// Recorded: from here on Remove leaves the network from the record.
 	if err := r.dropLease(r.namespace, id); err != nil {
 		r.log.Warn("containerd: run", "container", id, "error", err)
 	}
 	if err := task.Start(ctx); err != nil {
-		return r.wrap(op, id, fmt.Errorf("start task: %w", err))
+		return r.wrap(op, obj, fmt.Errorf("start task: %w", err))
 	}
 	return nil
 }

@@ -37,8 +37,9 @@ var tmpfsDefaults = []string{"nosuid", "nodev", "noexec"}
 
 // specOpts turns the run spec into OCI spec options, applied to
 // containerd's default spec: the image config first (entrypoint, cmd, env,
-// user, workdir), then the run spec.
-func specOpts(id string, img client.Image, cfg ocispec.ImageConfig, spec runtime.RunSpec, volumeMounts []specs.Mount) ([]oci.SpecOpts, error) {
+// user, workdir), then the run spec. The hostname is the container's name,
+// as Docker's is (its ID, on Docker, for an unnamed one).
+func specOpts(name string, img client.Image, cfg ocispec.ImageConfig, spec runtime.RunSpec, volumeMounts []specs.Mount) ([]oci.SpecOpts, error) {
 	args := commandLine(cfg, spec)
 	if len(args) == 0 {
 		return nil, errors.New("no command: neither the run spec nor the image gives an entrypoint or a command")
@@ -57,7 +58,7 @@ func specOpts(id string, img client.Image, cfg ocispec.ImageConfig, spec runtime
 	opts := []oci.SpecOpts{
 		oci.WithImageConfig(img),
 		oci.WithProcessArgs(args...),
-		oci.WithHostname(hostname(id)),
+		oci.WithHostname(hostname(name)),
 		oci.WithMounts(mounts),
 	}
 	if cgroups.Mode() == cgroups.Unified {
@@ -109,11 +110,11 @@ func commandLine(cfg ocispec.ImageConfig, spec runtime.RunSpec) []string {
 }
 
 // hostname is the container's name, cut to what the kernel accepts.
-func hostname(id string) string {
-	if len(id) > maxHostname {
-		return id[:maxHostname]
+func hostname(name string) string {
+	if len(name) > maxHostname {
+		return name[:maxHostname]
 	}
-	return id
+	return name
 }
 
 // tmpfsMounts turns path -> "opt,opt" into tmpfs mounts, in path order.

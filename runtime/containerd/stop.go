@@ -13,9 +13,10 @@ import (
 	"github.com/roboco/sandboxer/runtime"
 )
 
-// Stop sends the container's stop signal (the image's, else SIGTERM),
-// waits up to grace for the task to exit, then kills it. A container that
-// is not running is left as it is.
+// Stop sends the stop signal (the image's, else SIGTERM) to the container
+// ref names (an ID or a name, see getContainer), waits up to grace for its
+// task to exit, then kills it. A container that is not running is left as
+// it is.
 func (r *Runtime) Stop(ctx context.Context, ref string, grace time.Duration) error {
 	const op = runtime.OpStop
 	ctx = r.ctx(ctx)
@@ -36,7 +37,7 @@ func (r *Runtime) Stop(ctx context.Context, ref string, grace time.Duration) err
 			sig = s
 		}
 	}
-	return r.wrap(op, ref, r.stop(ctx, ref, sig, grace))
+	return r.wrap(op, ref, r.stop(ctx, info.ID, sig, grace))
 }
 
 // Kill sends SIGKILL and returns once the task has exited. A container that
@@ -47,16 +48,18 @@ func (r *Runtime) Kill(ctx context.Context, ref string) error {
 	if err := r.ready(ctx, op, ref); err != nil {
 		return err
 	}
-	if _, err := r.getContainer(ctx, op, ref); err != nil {
+	info, err := r.getContainer(ctx, op, ref)
+	if err != nil {
 		return err
 	}
-	return r.wrap(op, ref, r.stop(ctx, ref, syscall.SIGKILL, 0))
+	return r.wrap(op, ref, r.stop(ctx, info.ID, syscall.SIGKILL, 0))
 }
 
-// stop signals the task and waits for its exit; after grace (at once for
+// stop signals the task of the container whose ID is id and waits for its
+// exit; after grace (at once for
 // SIGKILL) it sends SIGKILL to every process of the container.
-func (r *Runtime) stop(ctx context.Context, ref string, sig syscall.Signal, grace time.Duration) error {
-	c, err := r.client.LoadContainer(ctx, ref)
+func (r *Runtime) stop(ctx context.Context, id string, sig syscall.Signal, grace time.Duration) error {
+	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,6 @@ const (
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.ImageStore       = (*Runtime)(nil)
-	_ runtime.IDRemover        = (*Runtime)(nil)
 )
 
 // Runtime is a runtime.ContainerRuntime backed by a Docker daemon. It is safe

@@ -28,24 +28,23 @@ func (r *Runtime) Inspect(ctx context.Context, ref string) (runtime.Container, e
 	return c, nil
 }
 
-// getPod finds a pod by name, or by UID (a ref that is a UUID). A UID
-// costs one get, as a name does: the adapter knows the pod's name from its
-// own Run, Create, List or Snapshot (uidNames), and a pod's name is unique
-// in the namespace, so the pod of that name having another UID (or none)
-// means the UID's pod is gone. Only a UID the adapter has never seen costs
-// one list of the namespace, which it then remembers. An error is
+// getPod finds a pod by UID or by name, as Docker reads a reference: an
+// ID first (a ref shaped like a UID: one list of the namespace, since the
+// API has no look-up by UID, and no cache of names by UID to go stale),
+// then a name (one get). A pod's UID is chosen by the API server and never
+// reused, so the pod found by a UID is that pod or none. An error is
 // translated for op.
 func (r *Runtime) getPod(ctx context.Context, op, ref string) (*corev1.Pod, error) {
-	if name, ok := r.uids.name(ref); ok {
-		p, err := r.cs.CoreV1().Pods(r.namespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err == nil && string(p.UID) == ref:
-			return p, nil
-		case err == nil, apierrors.IsNotFound(err):
-			r.uids.forget(ref)
-			return nil, r.wrap(op, ref, adapterkit.WithKind(runtime.ErrNotFound, "no pod with UID %s in namespace %s (pod %s is gone)", ref, r.namespace, name))
+	if _, err := uuid.Parse(ref); err == nil {
+		list, err := r.cs.CoreV1().Pods(r.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, r.wrap(op, ref, err)
 		}
-		return nil, r.wrap(op, ref, err)
+		for i := range list.Items {
+			if string(list.Items[i].UID) == ref {
+				return &list.Items[i], nil
+			}
+		}
 	}
 	if len(validation.IsDNS1123Subdomain(ref)) == 0 {
 		p, err := r.cs.CoreV1().Pods(r.namespace).Get(ctx, ref, metav1.GetOptions{})
@@ -54,18 +53,6 @@ func (r *Runtime) getPod(ctx context.Context, op, ref string) (*corev1.Pod, erro
 		}
 		if !apierrors.IsNotFound(err) {
 			return nil, r.wrap(op, ref, err)
-		}
-	}
-	if _, err := uuid.Parse(ref); err == nil {
-		list, err := r.cs.CoreV1().Pods(r.namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, r.wrap(op, ref, err)
-		}
-		r.uids.learn(list.Items, true)
-		for i := range list.Items {
-			if string(list.Items[i].UID) == ref {
-				return &list.Items[i], nil
-			}
 		}
 	}
 	return nil, r.wrap(op, ref, adapterkit.WithKind(runtime.ErrNotFound, "no pod %s in namespace %s", ref, r.namespace))
@@ -78,7 +65,6 @@ func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 	if err != nil {
 		return nil, r.wrap(runtime.OpList, adapterkit.SelectorString(selector), err)
 	}
-	r.uids.learn(pods, false)
 	out := []runtime.Container{}
 	for i := range pods {
 		if matches(&pods[i], selector) {
@@ -95,7 +81,6 @@ func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (run
 	if err != nil {
 		return runtime.Snapshot{}, r.wrap(runtime.OpSnapshot, adapterkit.SelectorString(selector), err)
 	}
-	r.uids.learn(pods, true)
 	snap := runtime.Snapshot{Matched: []runtime.Container{}, Refs: make(map[string]bool, 2*len(pods))}
 	for i := range pods {
 		p := &pods[i]

@@ -37,11 +37,13 @@
 //     and a whole-limit request would fit no trio on a 2-core node. A pod
 //     the kubelet refuses (OutOfcpu, OutOfmemory) fails Run with that
 //     reason.
-//   - Container.ID is the pod's UID (stable, unique across re-creations of
-//     a name); names and UIDs are both accepted by every verb, a UID at
-//     the cost of one get by name (the adapter remembers the names of the
-//     pods it made and listed), never a list of the namespace but for a
-//     UID it never saw.
+//   - Container.ID is the pod's UID (chosen by the API server, never
+//     reused: a newer pod under a name has another); names and UIDs are
+//     both accepted by every verb, a UID first (one list of the
+//     namespace: the API has no look-up by UID, and the adapter keeps no
+//     cache that could go stale), then a name (one get). A pod is deleted
+//     with its UID as the delete's precondition, so a verb given a UID
+//     acts on that pod or none.
 //   - State: Pending is created, Running is running (exited once its
 //     container terminated), Succeeded and Failed are exited with the
 //     container's exit code, and OOMKilled from its terminated reason.
@@ -141,9 +143,6 @@ type Runtime struct {
 	log       *slog.Logger
 	// startTimeout bounds Run's wait for the container (startTimeout).
 	startTimeout time.Duration
-	// uids: the pods' names by UID, as the last lists saw them
-	// (RemoveByID).
-	uids uidNames
 	// probeImage is the image of Diagnose's NetworkPolicy probe.
 	probeImage string
 }

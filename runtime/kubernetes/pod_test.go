@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -300,26 +298,6 @@ func TestNextPollGrowsToItsCap(t *testing.T) {
 	}
 	assert.Equal(t, []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, 45 * time.Millisecond}, seen[:3])
 	assert.Equal(t, pollInterval, seen[len(seen)-1], "capped")
-}
-
-func TestUIDNamesAreBounded(t *testing.T) {
-	var u uidNames
-	pods := make([]corev1.Pod, maxRememberedUIDs+1)
-	for i := range pods {
-		pods[i].UID, pods[i].Name = types.UID(fmt.Sprintf("uid-%d", i)), fmt.Sprintf("pod-%d", i)
-	}
-	u.learn(pods, false)
-	n, ok := u.name("uid-7")
-	require.True(t, ok)
-	assert.Equal(t, "pod-7", n)
-	u.learn(pods[:1], false) // past the bound: starts afresh
-	_, ok = u.name("uid-7")
-	assert.False(t, ok)
-	_, ok = u.name("uid-0")
-	assert.True(t, ok)
-	u.learn(nil, true) // a Snapshot replaces everything
-	_, ok = u.name("uid-0")
-	assert.False(t, ok)
 }
 
 // TestBuildPodConfines: every pod gets the securityContext of the port's

@@ -77,7 +77,6 @@ func (r *Runtime) make(ctx context.Context, op string, spec runtime.RunSpec, cre
 	if err != nil {
 		return nil, r.wrap(op, spec.Name, err)
 	}
-	r.uids.learn([]corev1.Pod{*pod}, false)
 	if len(spec.Env) > 0 {
 		if err := r.putSecret(ctx, r.buildSecret(pod, spec.Env)); err != nil {
 			_ = adapterkit.Discard(ctx, r.log, Name, op, pod.Name, r.discard(pod))

@@ -115,7 +115,6 @@ const (
 var (
 	_ runtime.ContainerRuntime = (*Runtime)(nil)
 	_ runtime.ImageStore       = (*Runtime)(nil)
-	_ runtime.IDRemover        = (*Runtime)(nil)
 	_ runtime.Diagnoser        = (*Runtime)(nil)
 )
 

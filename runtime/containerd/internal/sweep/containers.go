@@ -25,7 +25,7 @@ func sweepContainers(ctx context.Context, out, logs io.Writer) error {
 	}
 	failed := 0
 	for _, c := range all {
-		if err := r.Remove(ctx, c.Name); err != nil {
+		if err := r.Remove(ctx, c.ID); err != nil {
 			fmt.Fprintln(logs, "sweep:", err)
 			failed++
 			continue

@@ -59,21 +59,22 @@ func TestSweepContainersReconcilesNetworkLeases(t *testing.T) {
 
 	name := "sbx-test-" + testkit.RandomHex(4)
 	t.Cleanup(func() { _ = r.Remove(context.Background(), name) })
-	_, err = r.Run(ctx, runtime.RunSpec{
+	c, err := r.Run(ctx, runtime.RunSpec{
 		Name: name, Image: image, Command: []string{"sleep", "600"}, Network: network,
 		Ports: []runtime.PortSpec{{ContainerPort: 8080}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, broken.Remove(ctx, name), "Remove goes on past a failed DEL")
-	lease := filepath.Join(containerd.DefaultStateDir, "leases", ns, name+".json")
+	// The lease and the rules name the container's ID.
+	lease := filepath.Join(containerd.DefaultStateDir, "leases", ns, c.ID+".json")
 	require.FileExists(t, lease, "the failed DEL left a lease")
-	require.NotEmpty(t, natRulesNaming(t, name), "control: the failed DEL left portmap's rules")
+	require.NotEmpty(t, natRulesNaming(t, c.ID), "control: the failed DEL left portmap's rules")
 	require.NotEmpty(t, allocations(t, network), "control: the failed DEL left the IP allocation")
 
 	var out, logs bytes.Buffer
 	require.NoError(t, sweepContainers(ctx, &out, &logs), "logs:\n%s", logs.String())
 	assert.Empty(t, strings.TrimSpace(out.String()), "no container was left to remove")
-	assert.Empty(t, natRulesNaming(t, name), "iptables -t nat: no rule names the container")
+	assert.Empty(t, natRulesNaming(t, c.ID), "iptables -t nat: no rule names the container")
 	assert.Empty(t, allocations(t, network), "host-local: no address left allocated")
 	assert.NoFileExists(t, lease, "the lease is gone")
 }
