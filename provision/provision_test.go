@@ -21,6 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/mongo"
+	"github.com/roboco/sandboxer/engines/postgres"
+	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/lifetime"
@@ -69,6 +72,18 @@ func TestValidation(t *testing.T) {
 			assert.Empty(t, w.fake.Containers())
 		})
 	}
+}
+
+// TestServiceWhoseEngineIsNotLinked: a registry that lacks an engine (a
+// program that does not import it) refuses its service before anything
+// is contacted, as engines.ErrNotLinked, naming the import to add.
+func TestServiceWhoseEngineIsNotLinked(t *testing.T) {
+	reg := engines.MustRegistry(postgres.Engine{})
+	_, err := provision.ValidateServices(reg, []string{"postgres", "redis"})
+	require.ErrorIs(t, err, provision.ErrInvalid)
+	require.ErrorIs(t, err, engines.ErrNotLinked)
+	assert.Contains(t, err.Error(), `invalid service "redis": unknown service; valid services: postgres`)
+	assert.Contains(t, err.Error(), `add import _ "github.com/roboco/sandboxer/engines/redis"`)
 }
 
 func TestValidationAccepts(t *testing.T) {
@@ -1297,7 +1312,7 @@ func withLabel(labels map[string]string, k, v string) map[string]string {
 type kvEngine struct{}
 
 func (kvEngine) Spec() engines.Spec {
-	return engines.Spec{Name: "kv", Short: "kv", Image: "example/kv:1", Port: 7000, Tmpfs: []string{"/kv"}, ReadyTimeout: 5 * time.Second}
+	return engines.Spec{Name: "kv", Short: "kv", Order: 40, Image: "example/kv:1", Port: 7000, Tmpfs: []string{"/kv"}, ReadyTimeout: 5 * time.Second}
 }
 
 func (kvEngine) Container(cred engines.Credentials, _ engines.Limits, _ engines.Image) engines.Container {
@@ -1320,7 +1335,7 @@ func (kvEngine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials
 }
 
 func TestExtraEngineThroughUnchangedProvisioner(t *testing.T) {
-	reg := engines.MustRegistry(engines.Postgres{}, engines.Redis{}, engines.Mongo{}, kvEngine{})
+	reg := engines.MustRegistry(postgres.Engine{}, redis.Engine{}, mongo.Engine{}, kvEngine{})
 	w := newWorld(t)
 	w.fake.AddImage("example/kv:1", "/kv")
 	w.fake.Script("kv-cli", fakeruntime.Result{Stdout: "starting"}, fakeruntime.Result{Stdout: "pong"})

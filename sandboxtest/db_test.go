@@ -26,6 +26,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -447,9 +448,9 @@ func TestPoolAndStrategyChoices(t *testing.T) {
 		strategy string
 	}{
 		{"PoolDefaultStrategy", 0, ""},
-		{"PoolWALLog", 2, sandboxtest.StrategyWALLog},
-		{"NoPoolFileCopy", -1, sandboxtest.StrategyFileCopy},
-		{"NoPoolWALLog", -1, sandboxtest.StrategyWALLog},
+		{"PoolWALLog", 2, postgrestest.StrategyWALLog},
+		{"NoPoolFileCopy", -1, postgrestest.StrategyFileCopy},
+		{"NoPoolWALLog", -1, postgrestest.StrategyWALLog},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
