@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/postgres"
 	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/poll"
 	"github.com/roboco/sandboxer/internal/testenv"
@@ -253,14 +255,18 @@ func poolFull(b *testing.B, server, released string) {
 	}
 }
 
-// BenchmarkRedisMongoHandOut: the hand-out of a redis logical database
-// and of a mongo database, 8 tests in parallel, and their release on the
-// test's cleanup (redis: FLUSHDB; mongo: dropDatabase).
+// BenchmarkRedisMongoHandOut: the hand-out of a database of every engine
+// but postgres (BenchmarkPostgresHandOut's): a redis logical database, a
+// mongo database; 8 tests in parallel, and their release on the test's
+// cleanup (redis: FLUSHDB; mongo: dropDatabase).
 func BenchmarkRedisMongoHandOut(b *testing.B) {
 	const tests = 400
 	benchRuntimes(b, func(b *testing.B, r testruntimes.Runtime) {
 		base := benchOpts(b, r)
-		for _, engine := range []string{"redis", "mongo"} {
+		for _, engine := range engines.Default.Names() {
+			if engine == (postgres.Engine{}).Spec().Name {
+				continue // BenchmarkPostgresHandOut's
+			}
 			b.Run(engine, func(b *testing.B) {
 				testenv.Image(b, r.Name, engine)
 				warm := &scope{TB: b}

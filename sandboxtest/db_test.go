@@ -252,9 +252,10 @@ func dbOptions(t *testing.T, r testruntimes.Runtime, engine string) sandboxtest.
 // gone (redis: flushed), seen by a client of the server's own.
 func TestParallelTestsGetDatabasesOfTheirOwn(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
-		for _, engine := range []string{"postgres", "redis", "mongo"} {
+		for _, engine := range engines.Default.Names() {
 			t.Run(engine, func(t *testing.T) {
-				cl := clients[engine]
+				cl, ok := clients[engine]
+				require.True(t, ok, "no client to check %s's databases with", engine)
 				opts := dbOptions(t, r, engine)
 				var (
 					mu     sync.Mutex
