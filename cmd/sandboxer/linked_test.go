@@ -71,3 +71,25 @@ func TestProgramsLinkTheirAdapters(t *testing.T) {
 		})
 	}
 }
+
+// TestCoreLinksNoEngineNorAdapter: the engine contract, the provisioner
+// and the janitor are written against the port and the registry: they
+// link no engine's package (so no database client) and no adapter, and a
+// program chooses both by what it imports.
+func TestCoreLinksNoEngineNorAdapter(t *testing.T) {
+	for _, pkg := range []string{"engines", "provision", "janitor"} {
+		t.Run(pkg, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "go", "list", "-deps", "github.com/roboco/sandboxer/"+pkg).Output()
+			require.NoError(t, err)
+			deps := strings.Fields(string(out))
+			for _, name := range engines.Default.Names() {
+				assert.NotContains(t, deps, engines.Import(name), "engine linked")
+			}
+			for _, name := range detect.Choosable() {
+				assert.NotContains(t, deps, detect.Import(name), "adapter linked")
+			}
+		})
+	}
+}
