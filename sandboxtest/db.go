@@ -46,9 +46,9 @@ type DBOptions struct {
 
 // DB is a database of a test's own on the test binary's shared sandbox of
 // its engine: a postgres database cloned from the migrations' template, a
-// redis logical database (redistest.DB), a mongo database (mongotest.DB). Parallel tests each get their
-// own; it is dropped (redis: flushed and handed out again) when the test
-// ends.
+// redis logical database (redistest.DB), a mongo database (mongotest.DB).
+// Parallel tests each get their own; it is dropped (redis: flushed and
+// handed out again) when the test ends.
 type DB struct {
 	// Engine is the engine's name ("postgres").
 	Engine string
