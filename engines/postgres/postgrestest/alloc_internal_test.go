@@ -17,6 +17,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/provision"
 )
 
@@ -205,15 +206,19 @@ func TestFailedPoolCloneIsNotHandedOut(t *testing.T) {
 }
 
 // sharedServer is the URL of a postgres sandbox on Docker with the
-// shared server's arguments (Kit.SharedArgs), removed when t ends.
+// shared server's arguments (Kit.SharedArgs), owned by this process as
+// sandboxtest's shared sandboxes are (a janitor leaves it alone while the
+// test runs), removed when t ends.
 func sharedServer(t *testing.T) string {
 	t.Helper()
 	r := testruntimes.Connect(t, "docker")
 	testenv.Image(t, r.Name, "postgres")
 	prefix := "pgt" + testkit.RandomHex(4)
 	testkit.CleanupLabelled(t, r.RT, labels.For(prefix).Sandboxes())
+	owner, err := lifetime.ProcessOwnerLabels(prefix)
+	require.NoError(t, err)
 	name := postgres.Engine{}.Spec().Name
-	p, err := provision.New(r.RT, provision.Options{LabelPrefix: prefix, Args: map[string][]string{name: Kit{}.SharedArgs()}})
+	p, err := provision.New(r.RT, provision.Options{LabelPrefix: prefix, Labels: owner, Args: map[string][]string{name: Kit{}.SharedArgs()}})
 	require.NoError(t, err)
 	sb, err := p.Provision(testkit.Context(t, 3*time.Minute), "owner", []string{name})
 	require.NoError(t, err)
