@@ -37,8 +37,9 @@ demo: ## offline demo on Docker only: Docker and the stand-in images, postgres+r
 	step democlient "build bin/democlient" $(GO) build -o bin/democlient ./cmd/sandboxer/democlient; \
 	set -a; . build/images.env; set +a; export SANDBOXER_RUNTIME=docker; \
 	step doctor "doctor (Docker)" bin/sandboxer doctor; \
-	s=$$(date +%s%N); bin/sandboxer run --services postgres,redis,mongo -- bin/democlient || exit 1; \
-	printf 'demo: %-40s %9s\n' "run postgres,redis,mongo, log in, tear down" "$$(took "$$s")"; \
+	services=$$(bin/sandboxer engines | awk 'NR > 1 { print $$1 }' | paste -sd, -); \
+	s=$$(date +%s%N); bin/sandboxer run --services "$$services" -- bin/democlient || exit 1; \
+	printf 'demo: %-40s %9s\n' "run $$services, log in, tear down" "$$(took "$$s")"; \
 	printf 'demo: %-40s %9s\n' "total" "$$(took "$$t0")"
 
 env: ## install packages, start runtimes (rootless Podman as an unprivileged user too, a single-node Kubernetes cluster), build+serve stand-in images, write build/images.env

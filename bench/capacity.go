@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/enginetest"
 	"github.com/roboco/sandboxer/provision"
+
+	// Every engine, and its test kit's fill.
+	_ "github.com/roboco/sandboxer/engines/all/alltest"
 )
 
 // capacityChunk is the size of one record the capacity fill writes (1 kB
@@ -28,24 +31,24 @@ func (s *Suite) memory(engine string) int64 {
 }
 
 // capacity provisions each engine once at the default memory limit and
-// fills it through its real client (engines.Filler) with 1 kB records
+// fills it through its real client (its test kit's enginetest.Filler) with 1 kB records
 // until the server answers with its own "full" error; the figure is the
 // payload it accepted, and its note the error. One sample per engine and
 // run: it measures the budget, not a speed, and filling costs seconds.
 func (s *Suite) capacity(ctx context.Context, p *provision.Provisioner) {
 	for _, e := range s.Registry.All() {
 		name := e.Spec().Name
-		f, ok := e.(engines.Filler)
-		if !ok {
-			continue
+		kit, err := enginetest.KitOf(e)
+		if err == nil {
+			err = s.fillOnce(ctx, p, name, kit)
 		}
-		if err := s.fillOnce(ctx, p, name, f); err != nil {
+		if err != nil {
 			s.fail(FigCapacity(name, s.memory(name)), err)
 		}
 	}
 }
 
-func (s *Suite) fillOnce(ctx context.Context, p *provision.Provisioner, name string, f engines.Filler) error {
+func (s *Suite) fillOnce(ctx context.Context, p *provision.Provisioner, name string, f enginetest.Filler) error {
 	owner := "cap-" + name
 	defer s.teardown(ctx, p, owner)
 	sb, err := p.Provision(ctx, owner, []string{name})

@@ -2,8 +2,6 @@ package engines
 
 import (
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 
 	"github.com/roboco/sandboxer/runtime"
@@ -34,9 +32,4 @@ func StdoutIs(want string) func(runtime.ExecResult) error {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// hostPort joins a host and a port, bracketing IPv6 literals.
-func hostPort(ep Endpoint) string {
-	return net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 }

@@ -1,8 +1,12 @@
-// Package engines is sandboxer's engine registry: one type per database
-// engine (postgres, redis, mongo) and one registry that is the single list
-// of valid service names. The provisioner, the env emitter, teardown, the
-// janitor and input validation all iterate a Registry; nothing else spells
-// out an engine's name.
+// Package engines is sandboxer's engine contract and registry: what an
+// engine is (Engine, Spec, its credentials, its login, its image layout,
+// its warm start), and the registry that is the single list of valid
+// service names. It knows no concrete engine: each lives in a package of
+// its own (engines/postgres, engines/redis, engines/mongo) that registers
+// itself when imported, as a database/sql driver does, and links its own
+// client; engines/all links every one. The provisioner, the env emitter,
+// teardown, the janitor and input validation all iterate a Registry;
+// nothing else spells out an engine's name.
 //
 // An engine is a description: the image, port and tmpfs paths it needs,
 // the container env and command for a credential set, the readiness probe
@@ -13,6 +17,7 @@
 package engines
 
 import (
+	"net"
 	"strconv"
 	"time"
 
@@ -26,8 +31,9 @@ const (
 	DefaultDatabase = "sandbox"
 )
 
-// Engine is one kind of sandbox. Adding an engine is one type implementing
-// Engine plus one line in the registry that lists it.
+// Engine is one kind of sandbox. Adding an engine is one package with a
+// type implementing Engine, which it registers from its init (Register),
+// plus its import in engines/all.
 type Engine interface {
 	// Spec is the engine's static description.
 	Spec() Spec
@@ -54,6 +60,11 @@ type Spec struct {
 	// Short is the name's form in container names ("pg" in
 	// roboco-sandbox-pg-42).
 	Short string
+	// Order is the engine's place in the report order (sandboxes,
+	// containers and env are reported in it, lowest first, whatever order
+	// a caller listed its services or a program imported the engines in):
+	// a positive number no other engine of a registry has.
+	Order int
 	// Image is the default image ref; deployments override it per engine.
 	Image string
 	// Port is the port the server listens on inside the container.
@@ -94,31 +105,34 @@ type Limits struct {
 	MemoryBytes int64
 }
 
-// share is a fraction num/den of the memory limit, in bytes, rounded down
-// to whole MiB and at least minimum; 0 when there is no limit.
-func (l Limits) share(num, den, minimum int64) int64 {
+// Share is a fraction num/den of the memory limit, in bytes, rounded down
+// to whole MiB and at least minimum; 0 when there is no limit: the one
+// rule every engine's budget is carved with.
+func (l Limits) Share(num, den, minimum int64) int64 {
 	if l.MemoryBytes <= 0 {
 		return 0
 	}
 	b := l.MemoryBytes / den * num
-	b -= b % mib
+	b -= b % MiB
 	return max(b, minimum)
 }
 
-const mib = 1 << 20
+// MiB is a mebibyte, the unit of every budget.
+const MiB = 1 << 20
 
-// tmpfsSize is a tmpfs mount option for size bytes ("" for 0: the
+// TmpfsSize is a tmpfs mount option for size bytes ("" for 0: the
 // runtime's default).
-func tmpfsSize(size int64) string {
+func TmpfsSize(size int64) string {
 	if size <= 0 {
 		return ""
 	}
 	return "size=" + strconv.FormatInt(size, 10)
 }
 
-// mb is bytes as a server setting in whole megabytes ("64MB", "64mb").
-func mb(bytes int64, unit string) string {
-	return strconv.FormatInt(bytes/mib, 10) + unit
+// Megabytes is bytes as a server setting in whole megabytes, followed by
+// the server's unit ("64MB" for postgres, "64mb" for redis).
+func Megabytes(bytes int64, unit string) string {
+	return strconv.FormatInt(bytes/MiB, 10) + unit
 }
 
 // Credentials are what a sandbox is set up with. Every service of every
@@ -133,6 +147,12 @@ type Credentials struct {
 type Endpoint struct {
 	Host string `json:"host"`
 	Port int    `json:"port"`
+}
+
+// HostPort joins the host and the port, bracketing an IPv6 literal, as a
+// URL's host or a dial address wants them.
+func (ep Endpoint) HostPort() string {
+	return net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 }
 
 // ProbeStep is one command of a readiness probe.

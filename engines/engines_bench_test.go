@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all"
 )
 
 // BenchmarkNewCredentials draws one sandbox service's credentials (16

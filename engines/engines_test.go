@@ -15,6 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all"
+	"github.com/roboco/sandboxer/engines/mongo"
+	"github.com/roboco/sandboxer/engines/postgres"
+	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -334,7 +338,7 @@ func (fakeEngine) Probe(engines.Endpoint, engines.Credentials) []engines.ProbeSt
 func (fakeEngine) Env(string, engines.Endpoint, engines.Credentials) []engines.EnvVar { return nil }
 
 func TestRegister(t *testing.T) {
-	ok := engines.Spec{Name: "kv", Short: "kv", Image: "kv:1", Port: 1, ReadyTimeout: time.Second}
+	ok := engines.Spec{Name: "kv", Short: "kv", Order: 40, Image: "kv:1", Port: 1, ReadyTimeout: time.Second}
 	with := func(f func(*engines.Spec)) engines.Spec { s := ok; f(&s); return s }
 	tests := []struct {
 		name    string
@@ -349,10 +353,12 @@ func TestRegister(t *testing.T) {
 		{"NoTimeout", with(func(s *engines.Spec) { s.ReadyTimeout = 0 }), "ready timeout"},
 		{"DuplicateName", with(func(s *engines.Spec) { s.Name = "redis"; s.Short = "r2" }), "already registered"},
 		{"DuplicateShort", with(func(s *engines.Spec) { s.Short = "pg" }), "already used by postgres"},
+		{"NoOrder", with(func(s *engines.Spec) { s.Order = 0 }), "order 0 is not positive"},
+		{"DuplicateOrder", with(func(s *engines.Spec) { s.Order = redis.Order }), "order 20 already used by redis"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := engines.NewRegistry(engines.Postgres{}, engines.Redis{}, fakeEngine{tt.spec})
+			_, err := engines.NewRegistry(postgres.Engine{}, redis.Engine{}, fakeEngine{tt.spec})
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return
@@ -360,10 +366,42 @@ func TestRegister(t *testing.T) {
 			assert.ErrorContains(t, err, tt.wantErr)
 		})
 	}
-	reg := engines.MustRegistry(engines.Mongo{}, fakeEngine{ok})
-	assert.Equal(t, []string{"mongo", "kv"}, reg.Names(), "registration order")
+	reg := engines.MustRegistry(fakeEngine{ok}, mongo.Engine{})
+	assert.Equal(t, []string{"mongo", "kv"}, reg.Names(), "report order, not registration order")
 	assert.Equal(t, 1, reg.Index("kv"))
 	assert.Equal(t, -1, reg.Index("postgres"))
+}
+
+// TestReportOrderIsNotImportOrder: whatever order the engines' packages
+// register in (Go initialises engines/all's imports by import path:
+// mongo, then postgres, then redis), a registry reports them in their
+// Spec.Order: postgres, redis, mongo.
+func TestReportOrderIsNotImportOrder(t *testing.T) {
+	all := []engines.Engine{postgres.Engine{}, redis.Engine{}, mongo.Engine{}}
+	want := []string{"postgres", "redis", "mongo"}
+	assert.Equal(t, want, engines.Default.Names(), "engines.Default, as engines/all's imports registered them")
+	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		var in []engines.Engine
+		for _, i := range order {
+			in = append(in, all[i])
+		}
+		reg, err := engines.NewRegistry(in...)
+		require.NoError(t, err)
+		assert.Equal(t, want, reg.Names(), "registered in the order %v", order)
+	}
+}
+
+// TestNotLinked: a service no engine of the registry serves is an error
+// matching ErrNotLinked that names the import to add and what the program
+// links.
+func TestNotLinked(t *testing.T) {
+	reg := engines.MustRegistry(postgres.Engine{})
+	err := reg.NotLinked("redis")
+	require.ErrorIs(t, err, engines.ErrNotLinked)
+	assert.Contains(t, err.Error(), `unknown engine "redis"`)
+	assert.Contains(t, err.Error(), `import _ "github.com/roboco/sandboxer/engines/redis"`)
+	assert.Contains(t, err.Error(), `_ "github.com/roboco/sandboxer/engines/all"`)
+	assert.Contains(t, err.Error(), "this program links postgres")
 }
 
 // TestMongoFitsMongodsFloor: mongo's own default limit (1 GiB) holds the
@@ -372,7 +410,7 @@ func TestRegister(t *testing.T) {
 // build disk floor below the tmpfs, no diagnostic data in it, a journal
 // of small files that are not preallocated.
 func TestMongoFitsMongodsFloor(t *testing.T) {
-	m := engines.Mongo{}
+	m := mongo.Engine{}
 	lim := m.Spec().MemoryBytes
 	require.Equal(t, int64(1<<30), lim)
 	c := m.Container(engines.Credentials{User: "sandbox", Password: "pw"}, engines.Limits{MemoryBytes: lim}, engines.Image{})
@@ -412,7 +450,7 @@ func TestImageOfBoundsTheVolumes(t *testing.T) {
 	t.Run("AtTheBoundEveryVolumeIsATmpfs", func(t *testing.T) {
 		img, err := engines.ImageOf("test/pg16", runtime.ImageConfig{Volumes: volumes(engines.MaxVolumes)})
 		require.NoError(t, err)
-		c := engines.Postgres{}.Container(engines.Credentials{User: "u", Password: "p", Database: "d"}, engines.Limits{MemoryBytes: 512 << 20}, img)
+		c := postgres.Engine{}.Container(engines.Credentials{User: "u", Password: "p", Database: "d"}, engines.Limits{MemoryBytes: 512 << 20}, img)
 		for _, v := range img.Config.Volumes {
 			assert.True(t, strings.HasPrefix(c.Tmpfs[v], "size="), "%s is a bounded tmpfs", v)
 		}

@@ -51,27 +51,27 @@ func ImageOf(ref string, cfg runtime.ImageConfig) (Image, error) {
 	return Image{Config: cfg, Known: true}, nil
 }
 
-// env is the image's value of key, or def when the image does not set it
-// (or is not known).
-func (img Image) env(key, def string) string {
+// Path is the image's value of the env variable key as a clean path, or
+// def when the image does not set it (or is not known).
+func (img Image) Path(key, def string) string {
 	if v, ok := img.Config.Getenv(key); ok && v != "" {
 		return path.Clean(v)
 	}
 	return def
 }
 
-// volumes are the image's VOLUMEs (at most MaxVolumes, ImageOf saw to
+// Volumes are the image's VOLUMEs (at most MaxVolumes, ImageOf saw to
 // it; in path order), or defaults when the image is not known.
-func (img Image) volumes(defaults []string) []string {
+func (img Image) Volumes(defaults []string) []string {
 	if !img.Known {
 		return slices.Clone(defaults)
 	}
 	return slices.Clone(img.Config.Volumes)
 }
 
-// volumeHolding is the volume of vols that p is on (the longest that is p
+// VolumeHolding is the volume of vols that p is on (the longest that is p
 // or a parent of p), or "" when p is on none.
-func volumeHolding(vols []string, p string) string {
+func VolumeHolding(vols []string, p string) string {
 	best := ""
 	for _, v := range vols {
 		if (p == v || strings.HasPrefix(p, strings.TrimSuffix(v, "/")+"/")) && len(v) > len(best) {
@@ -81,13 +81,13 @@ func volumeHolding(vols []string, p string) string {
 	return best
 }
 
-// coverVolumes gives every volume of vols that c has no tmpfs for one of
+// CoverVolumes gives every volume of vols that c has no tmpfs for one of
 // its own, of size each (0: the runtime's default), so that nothing of the
 // image's reaches the host disk and no anonymous volume is left.
-func (c *Container) coverVolumes(vols []string, size int64) {
+func (c *Container) CoverVolumes(vols []string, size int64) {
 	for _, v := range vols {
 		if _, ok := c.Tmpfs[v]; !ok {
-			c.Tmpfs[v] = tmpfsSize(size)
+			c.Tmpfs[v] = TmpfsSize(size)
 		}
 	}
 }

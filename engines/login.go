@@ -11,10 +11,10 @@ import (
 
 // WireChecker is an Engine that can log in to its server over the wire
 // with the real Go client a consumer would use (pgx, go-redis,
-// mongo-driver). Every engine of Default implements it
-// (TestEveryEngineHasALoginCheck): it is the one place that knows how to
-// log in to an engine, for the tests, the bench and the demo, and the
-// check a readiness probe over the wire can reuse.
+// mongo-driver), linked with the engine's package only. Every engine of
+// engines/all implements it (TestEveryEngineHasALoginCheck): it is the one
+// place that knows how to log in to an engine, for the tests, the bench
+// and the demo, and the check a readiness probe over the wire can reuse.
 type WireChecker interface {
 	// Login logs in once to the server at rawURL (the connection URL the
 	// engine's Env emits, credentials included), with no client-side
@@ -42,22 +42,16 @@ type Session struct {
 // refused or rejected login still fails at once).
 const AttemptTimeout = 15 * time.Second
 
-// mongoSelection bounds one mongo login's server selection. mongo-driver
-// re-checks a server it found down only after 500 ms (its minimum
-// heartbeat), so a selection this short makes one attempt exactly one
-// check of the server, and lets a caller poll faster than the driver.
-const mongoSelection = 100 * time.Millisecond
-
 // ErrNoLogin: the engine asked for does not implement WireChecker.
 var ErrNoLogin = errors.New("no login check")
 
 // Login logs in once to the engine registered as name, at rawURL, with its
-// real client (WireChecker.Login). An unknown engine, or one without a
-// login check (ErrNoLogin), is an error.
+// real client (WireChecker.Login). An engine that is not linked
+// (ErrNotLinked), or one without a login check (ErrNoLogin), is an error.
 func (r *Registry) Login(ctx context.Context, name, rawURL string) (Session, error) {
 	e, ok := r.Lookup(name)
 	if !ok {
-		return Session{}, fmt.Errorf("engines: login: unknown engine %q", name)
+		return Session{}, fmt.Errorf("engines: login: %w", r.NotLinked(name))
 	}
 	wc, ok := e.(WireChecker)
 	if !ok {
@@ -90,10 +84,11 @@ func URLVar(env []EnvVar) (EnvVar, bool) {
 	return EnvVar{}, false
 }
 
-// loginError names the engine and the address of rawURL, and keeps err
+// LoginError names the engine and the address of rawURL, and keeps err
 // (for errors.Is) while its message never shows rawURL's password: a
-// client's error may quote its connection string.
-func loginError(engine, rawURL string, err error) error {
+// client's error may quote its connection string. Every engine's Login
+// (and its test kit's clients) wraps its client's errors with it.
+func LoginError(engine, rawURL string, err error) error {
 	addr, secret := "", ""
 	if u, perr := url.Parse(rawURL); perr == nil {
 		addr = u.Host

@@ -13,11 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all"
+	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testkit"
 )
 
-// TestEveryEngineHasALoginCheck: adding an engine is one type and one
-// registry line, and that type logs in with its real client: the tests,
+// TestEveryEngineHasALoginCheck: adding an engine is one package that
+// registers its type, and that type logs in with its real client: the tests,
 // the bench and the demo reach every engine through it.
 func TestEveryEngineHasALoginCheck(t *testing.T) {
 	for _, e := range engines.Default.All() {
@@ -106,22 +108,11 @@ func TestRegistryLogin(t *testing.T) {
 	ctx := context.Background()
 	_, err := engines.Default.Login(ctx, "mysql", "mysql://x")
 	assert.ErrorContains(t, err, `unknown engine "mysql"`)
+	assert.ErrorIs(t, err, engines.ErrNotLinked)
 
 	// Embedding the interface promotes only the Engine methods: no login.
 	type noLogin struct{ engines.Engine }
-	reg := engines.MustRegistry(noLogin{engines.Redis{}})
+	reg := engines.MustRegistry(noLogin{redis.Engine{}})
 	_, err = reg.Login(ctx, "redis", "redis://:pw@127.0.0.1:1/0")
 	assert.True(t, errors.Is(err, engines.ErrNoLogin), "%v", err)
-}
-
-// TestEveryEngineCanBeFilled: the tests that prove a full sandbox errors
-// instead of dying, and the bench that measures what a sandbox holds, fill
-// every engine through its Filler.
-func TestEveryEngineCanBeFilled(t *testing.T) {
-	for _, e := range engines.Default.All() {
-		t.Run(e.Spec().Name, func(t *testing.T) {
-			_, ok := e.(engines.Filler)
-			assert.True(t, ok, "%T implements no engines.Filler: nothing can show what %s does when full", e, e.Spec().Name)
-		})
-	}
 }

@@ -202,7 +202,7 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 	})
 	up := func(id string) upReport {
 		t.Helper()
-		args := append(slices.Clone(global), "up", "--owner", id, "--services", "postgres,redis,mongo", "--format", "json")
+		args := append(slices.Clone(global), "up", "--owner", id, "--services", strings.Join(engines.Default.Names(), ","), "--format", "json")
 		if private {
 			args = append(args, "--private")
 		}

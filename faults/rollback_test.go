@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/mongo"
+	"github.com/roboco/sandboxer/engines/postgres"
+	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -82,12 +85,12 @@ func TestImageMissingForOneOfThree(t *testing.T) {
 // stuckRedis is redis whose probe never passes: each attempt prints which
 // attempt it is (counted in the sandbox) and fails, and its deadline is
 // short. Its siblings keep their own, long, deadlines.
-type stuckRedis struct{ engines.Redis }
+type stuckRedis struct{ redis.Engine }
 
 const stuckDeadline = 3 * time.Second
 
 func (stuckRedis) Spec() engines.Spec {
-	s := engines.Redis{}.Spec()
+	s := redis.Engine{}.Spec()
 	s.ReadyTimeout = stuckDeadline
 	return s
 }
@@ -110,7 +113,7 @@ func TestProbeNeverReady(t *testing.T) {
 		e := testruntimes.NewWorld(t, b)
 		ctx := testkit.Context(t, 3*time.Minute)
 		e.Warm()
-		reg := engines.MustRegistry(engines.Postgres{}, stuckRedis{}, engines.Mongo{})
+		reg := engines.MustRegistry(postgres.Engine{}, stuckRedis{}, mongo.Engine{})
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		p, err := provision.New(rec, provision.Options{
 			Registry: reg, LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" },

@@ -18,6 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/mongo"
+	"github.com/roboco/sandboxer/engines/postgres"
+	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
@@ -42,16 +45,16 @@ func assertNoSecret(t *testing.T, what, text string, pws []string) {
 
 // leakyRedis is redis whose probe prints the password it was handed and
 // fails: the worst a probe can do. Its deadline is short.
-type leakyRedis struct{ engines.Redis }
+type leakyRedis struct{ redis.Engine }
 
 func (leakyRedis) Spec() engines.Spec {
-	s := engines.Redis{}.Spec()
+	s := redis.Engine{}.Spec()
 	s.ReadyTimeout = 2 * time.Second
 	return s
 }
 
 func (leakyRedis) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.ProbeStep {
-	steps := engines.Redis{}.Probe(ep, cred)
+	steps := redis.Engine{}.Probe(ep, cred)
 	for i := range steps {
 		steps[i].Cmd = []string{"sh", "-c", `echo "auth is $REDISCLI_AUTH"; echo "NOAUTH $REDISCLI_AUTH" >&2; exit 1`}
 		steps[i].Check = engines.ExitZero
@@ -90,7 +93,7 @@ func TestNoPasswordInDebugLogs(t *testing.T) {
 
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		leaky, err := provision.New(rec, provision.Options{
-			Registry:    engines.MustRegistry(engines.Postgres{}, leakyRedis{}, engines.Mongo{}),
+			Registry:    engines.MustRegistry(postgres.Engine{}, leakyRedis{}, mongo.Engine{}),
 			LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" },
 			Logger: logger, OnEvent: onEvent,
 			Readiness: provision.ReadinessExec, // the leak under test is the exec probe's output

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -59,7 +60,7 @@ func TestACloneIntoAFullSandbox(t *testing.T) {
 				// Well over half of the tablespace (3/8 of the limit), so
 				// that a copy of it cannot fit.
 				fill := int64(provision.DefaultMemoryBytes) * 3 / 8 * 5 / 8
-				f := engines.Postgres{}
+				f := postgrestest.Kit{}
 				res, err := f.Fill(ctx, url, fillChunk, fill)
 				require.NoError(t, err)
 				require.NoError(t, res.Full, "%d MiB fit in the tablespace", fill>>20)

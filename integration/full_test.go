@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all/alltest"
+	"github.com/roboco/sandboxer/engines/enginetest"
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/provision"
@@ -25,7 +28,7 @@ const fillChunk = 1000
 
 // TestFullIsAnErrorNotADeath: a sandbox of each engine at the default
 // memory limit, filled past its budget with the engine's real client
-// (engines.Filler), answers a write with the engine's own "full" error
+// (enginetest.Filler), answers a write with the engine's own "full" error
 // (postgres SQLSTATE 53100, redis "OOM command not allowed", mongo's
 // "database or disk is full"); afterwards it still serves a read of what
 // it holds, and the runtime's own tools see the container running, not
@@ -48,14 +51,14 @@ func TestFullIsAnErrorNotADeath(t *testing.T) {
 		for _, c := range sb.Containers {
 			t.Run(c.Engine, func(t *testing.T) {
 				eng, _ := engines.Default.Lookup(c.Engine)
-				f, ok := eng.(engines.Filler)
-				require.True(t, ok, "%s can be filled", c.Engine)
+				f, err := enginetest.KitOf(eng)
+				require.NoError(t, err, "%s can be filled", c.Engine)
 				url, err := testruntimes.URL(sb, c)
 				require.NoError(t, err)
 
 				res, err := f.Fill(ctx, url, fillChunk, 2*provision.DefaultMemoryBytes)
 				require.NoError(t, err, "fill: every write succeeds until the server says full")
-				require.ErrorIs(t, res.Full, engines.ErrFull, "%d MiB written into a %d MiB sandbox without the engine's full error", res.Bytes>>20, provision.DefaultMemoryBytes>>20)
+				require.ErrorIs(t, res.Full, enginetest.ErrFull, "%d MiB written into a %d MiB sandbox without the engine's full error", res.Bytes>>20, provision.DefaultMemoryBytes>>20)
 				t.Logf("%s on %s: full after %d records (%.1f MiB): %v", c.Engine, r.Name, res.Records, float64(res.Bytes)/(1<<20), res.Full)
 
 				n, err := f.Count(ctx, url)
@@ -93,7 +96,7 @@ func TestDroppedDatabasesGiveTheirRoomBack(t *testing.T) {
 		require.NoError(t, err, "provision")
 		admin, err := testruntimes.URL(sb, sb.Containers[0])
 		require.NoError(t, err)
-		f := engines.Filler(engines.Postgres{})
+		f := enginetest.Filler(postgrestest.Kit{})
 		conn, err := pgx.Connect(ctx, admin)
 		require.NoError(t, err)
 		defer conn.Close(context.WithoutCancel(ctx))

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -192,7 +193,7 @@ func TestJanitorSweepsDuringAnInFlightProvision(t *testing.T) {
 		e := newEnv(t, b)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		services := []string{"postgres", "redis", "mongo"}
+		services := engines.Default.Names()
 		p := e.Provisioner(nil)
 		j := e.Janitor(janitor.DefaultGrace)
 
@@ -245,7 +246,7 @@ func TestJanitorCleansUpAfterAKilledProvisioner(t *testing.T) {
 	e := newEnv(t, testruntimes.Connect(t, docker.Name)) // crashprov drives Docker
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	services := []string{"postgres", "redis", "mongo"}
+	services := engines.Default.Names()
 	env := os.Environ()
 	for _, s := range services {
 		env = append(env, provision.ImageEnvName(s)+"="+testenv.Image(t, e.Name, s))

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/enginetest"
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -47,10 +49,10 @@ func TestPostgres18Layout(t *testing.T) {
 			require.NoError(t, err)
 			assert.Regexp(t, `^18\.`, s.Server, "the server is the 18 stand-in's")
 
-			f := engines.Postgres{}
+			f := postgrestest.Kit{}
 			res, err := f.Fill(ctx, url, fillChunk, 2*provision.DefaultMemoryBytes)
 			require.NoError(t, err, "fill: every write succeeds until the server says full")
-			require.ErrorIs(t, res.Full, engines.ErrFull, "%d MiB written without postgres's full error", res.Bytes>>20)
+			require.ErrorIs(t, res.Full, enginetest.ErrFull, "%d MiB written without postgres's full error", res.Bytes>>20)
 			t.Logf("postgres 18 on %s: full after %.1f MiB: %v", r.Name, float64(res.Bytes)/(1<<20), res.Full)
 			n, err := f.Count(ctx, url)
 			require.NoError(t, err, "a full sandbox still serves reads")

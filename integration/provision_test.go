@@ -26,6 +26,9 @@ import (
 
 	"github.com/roboco/sandboxer/bench"
 	"github.com/roboco/sandboxer/engines"
+	mongoengine "github.com/roboco/sandboxer/engines/mongo"
+	"github.com/roboco/sandboxer/engines/postgres"
+	redisengine "github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -303,17 +306,17 @@ func TestRollbackOnMissingImage(t *testing.T) {
 
 // wrongPasswordRedis is redis whose probe logs in with a wrong password: a
 // probe that can never pass, against a real server, with a short deadline.
-type wrongPasswordRedis struct{ engines.Redis }
+type wrongPasswordRedis struct{ redisengine.Engine }
 
 func (wrongPasswordRedis) Spec() engines.Spec {
-	s := engines.Redis{}.Spec()
+	s := redisengine.Engine{}.Spec()
 	s.ReadyTimeout = 3 * time.Second
 	return s
 }
 
 func (wrongPasswordRedis) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.ProbeStep {
 	cred.Password = "not-the-password"
-	return engines.Redis{}.Probe(ep, cred)
+	return redisengine.Engine{}.Probe(ep, cred)
 }
 
 // A probe that never passes: rollback of every sibling, and the probe's
@@ -322,7 +325,7 @@ func TestRollbackOnProbeNeverReady(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newEnv(t, b)
 		ctx := testkit.Context(t, 3*time.Minute)
-		reg := engines.MustRegistry(engines.Postgres{}, wrongPasswordRedis{}, engines.Mongo{})
+		reg := engines.MustRegistry(postgres.Engine{}, wrongPasswordRedis{}, mongoengine.Engine{})
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		// The exec probe's failure (the wire check's: TestWireCheckOfAServerThatNeverAcceptsThePassword).
 		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Registry: reg, Getenv: func(string) string { return "" }, Readiness: provision.ReadinessExec})

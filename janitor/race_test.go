@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/provision"
@@ -49,7 +50,7 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 		}
 	})
 
-	services := []string{"postgres", "redis", "mongo"}
+	services := engines.Default.Names()
 	// Readiness by the exec probe, which the hook holds (the fake runs no
 	// server to log in to over the wire).
 	p, err := provision.New(w.fake, provision.Options{Getenv: func(string) string { return "" }, Now: w.clock.Now, Readiness: provision.ReadinessExec, Warm: provision.WarmOff})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all"
 )
 
 // SetReachable makes the mode decision see f's answer instead of dialling,

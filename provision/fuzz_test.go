@@ -39,7 +39,7 @@ func FuzzValidate(f *testing.F) {
 			if !strings.Contains(err.Error(), fmt.Sprintf("%q", ve.Value)) {
 				t.Fatalf("error %q does not name the value %q", err, ve.Value)
 			}
-			if ve.Field != "owner id" && !strings.Contains(err.Error(), "valid services: postgres, redis, mongo") {
+			if ve.Field != "owner id" && !strings.Contains(err.Error(), validServices) {
 				t.Fatalf("error %q does not list the valid services", err)
 			}
 			return

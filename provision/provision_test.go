@@ -21,6 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/mongo"
+	"github.com/roboco/sandboxer/engines/postgres"
+	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/lifetime"
@@ -47,10 +50,10 @@ func TestValidation(t *testing.T) {
 		{"OwnerNonASCII", "agént", []string{"postgres"}, []string{`"agént"`}},
 		{"OwnerUpperCase", "Agent1", []string{"postgres"}, []string{`"Agent1"`, "lower-case"}},
 		{"OwnerUnderscore", "a_b", []string{"postgres"}, []string{`"a_b"`, "lower-case letters and digits, with single '.' or '-' between them"}},
-		{"NoServices", "42", nil, []string{"no service", "valid services: postgres, redis, mongo"}},
-		{"UnknownService", "42", []string{"postgres", "mysql"}, []string{`"mysql"`, "unknown service", "valid services: postgres, redis, mongo"}},
-		{"ServiceWrongCase", "42", []string{"Postgres"}, []string{`"Postgres"`, "valid services: postgres, redis, mongo"}},
-		{"DuplicateService", "42", []string{"redis", "postgres", "redis"}, []string{`"redis"`, "twice", "valid services: postgres, redis, mongo"}},
+		{"NoServices", "42", nil, []string{"no service", validServices}},
+		{"UnknownService", "42", []string{"postgres", "mysql"}, []string{`"mysql"`, "unknown service", validServices}},
+		{"ServiceWrongCase", "42", []string{"Postgres"}, []string{`"Postgres"`, validServices}},
+		{"DuplicateService", "42", []string{"redis", "postgres", "redis"}, []string{`"redis"`, "twice", validServices}},
 		{"EmptyServiceName", "42", []string{""}, []string{`service ""`, "valid services"}},
 	}
 	for _, tt := range tests {
@@ -69,6 +72,22 @@ func TestValidation(t *testing.T) {
 			assert.Empty(t, w.fake.Containers())
 		})
 	}
+}
+
+// validServices is how a validation error lists the services: every
+// engine linked into this test binary, in report order.
+var validServices = "valid services: " + strings.Join(engines.Default.Names(), ", ")
+
+// TestServiceWhoseEngineIsNotLinked: a registry that lacks an engine (a
+// program that does not import it) refuses its service before anything
+// is contacted, as engines.ErrNotLinked, naming the import to add.
+func TestServiceWhoseEngineIsNotLinked(t *testing.T) {
+	reg := engines.MustRegistry(postgres.Engine{})
+	_, err := provision.ValidateServices(reg, []string{"postgres", "redis"})
+	require.ErrorIs(t, err, provision.ErrInvalid)
+	require.ErrorIs(t, err, engines.ErrNotLinked)
+	assert.Contains(t, err.Error(), `invalid service "redis": unknown service; valid services: postgres`)
+	assert.Contains(t, err.Error(), `add import _ "github.com/roboco/sandboxer/engines/redis"`)
 }
 
 func TestValidationAccepts(t *testing.T) {
@@ -1229,12 +1248,13 @@ func withLabel(labels map[string]string, k, v string) map[string]string {
 	return out
 }
 
-// kvEngine is an engine the shipped registry does not know: adding it is
-// this type plus one registry line, and the provisioner runs it unchanged.
+// kvEngine is an engine no package of sandboxer's registers: a registry
+// that holds it (as engines.Default would, were its package imported)
+// runs it through the provisioner unchanged.
 type kvEngine struct{}
 
 func (kvEngine) Spec() engines.Spec {
-	return engines.Spec{Name: "kv", Short: "kv", Image: "example/kv:1", Port: 7000, Tmpfs: []string{"/kv"}, ReadyTimeout: 5 * time.Second}
+	return engines.Spec{Name: "kv", Short: "kv", Order: 40, Image: "example/kv:1", Port: 7000, Tmpfs: []string{"/kv"}, ReadyTimeout: 5 * time.Second}
 }
 
 func (kvEngine) Container(cred engines.Credentials, _ engines.Limits, _ engines.Image) engines.Container {
@@ -1257,7 +1277,7 @@ func (kvEngine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials
 }
 
 func TestExtraEngineThroughUnchangedProvisioner(t *testing.T) {
-	reg := engines.MustRegistry(engines.Postgres{}, engines.Redis{}, engines.Mongo{}, kvEngine{})
+	reg := engines.MustRegistry(postgres.Engine{}, redis.Engine{}, mongo.Engine{}, kvEngine{})
 	w := newWorld(t)
 	w.fake.AddImage("example/kv:1", "/kv")
 	w.fake.Script("kv-cli", fakeruntime.Result{Stdout: "starting"}, fakeruntime.Result{Stdout: "pong"})
@@ -1393,7 +1413,7 @@ func TestCheckServiceList(t *testing.T) {
 		{"Null", `null`, nil, ""},
 		{"EmptyList", `[]`, nil, ""},
 		{"Blank", "  ", nil, ""},
-		{"Typo", `["postgress"]`, nil, `invalid service "postgress": unknown service; valid services: postgres, redis, mongo`},
+		{"Typo", `["postgress"]`, nil, `invalid service "postgress": unknown service; ` + validServices},
 		{"Twice", `["redis","redis"]`, nil, `"redis": listed twice`},
 		{"NotAList", `"postgres"`, nil, "want a JSON list"},
 		{"CommaSeparated", `postgres,redis`, nil, "want a JSON list"},

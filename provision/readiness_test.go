@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
@@ -78,7 +79,7 @@ func endpointOf(t *testing.T, addr string) engines.Endpoint {
 // it was asked to log in at and succeeds from the nth attempt on (never,
 // when n is 0), failing before with err.
 type wireRedis struct {
-	engines.Redis
+	redis.Engine
 	n    int64
 	err  error
 	mu   *sync.Mutex

@@ -23,7 +23,8 @@ func Validate(reg *engines.Registry, ownerID string, services []string) ([]engin
 // ValidateServices checks a service list against reg on its own (no
 // owner, no runtime): at least one service, each known and listed once. It
 // returns the engines in registry order. Errors match ErrInvalid, name the
-// offending value and list the valid services.
+// offending value and list the valid services; an unknown service also
+// matches engines.ErrNotLinked and names the import that would link it.
 func ValidateServices(reg *engines.Registry, services []string) ([]engines.Engine, error) {
 	if reg == nil {
 		reg = engines.Default
@@ -37,7 +38,8 @@ func ValidateServices(reg *engines.Registry, services []string) ([]engines.Engin
 	for _, s := range services {
 		e, ok := reg.Lookup(s)
 		if !ok {
-			return nil, invalid("service", s, "unknown service; "+valid)
+			// Not a typo only: an engine this program does not import.
+			return nil, &ValidationError{Field: "service", Value: s, Reason: "unknown service; " + valid + " (" + engines.LinkHint(s) + ")", Err: engines.ErrNotLinked}
 		}
 		if seen[s] {
 			return nil, invalid("service", s, "listed twice; "+valid)

@@ -15,6 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/postgres"
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/poll"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
@@ -179,12 +182,12 @@ func BenchmarkPostgresHandOut(b *testing.B) {
 		strategy string
 		tests    int
 	}{
-		{"pool-burst/file_copy", 0, sandboxtest.StrategyFileCopy, sandboxtest.DefaultPool},
-		{"pool-burst/wal_log", 0, sandboxtest.StrategyWALLog, sandboxtest.DefaultPool},
-		{"pool-sustained/file_copy", 0, sandboxtest.StrategyFileCopy, 160},
-		{"pool-sustained/wal_log", 0, sandboxtest.StrategyWALLog, 160},
-		{"on-demand/file_copy", -1, sandboxtest.StrategyFileCopy, 160},
-		{"on-demand/wal_log", -1, sandboxtest.StrategyWALLog, 160},
+		{"pool-burst/file_copy", 0, postgrestest.StrategyFileCopy, postgrestest.DefaultPool},
+		{"pool-burst/wal_log", 0, postgrestest.StrategyWALLog, postgrestest.DefaultPool},
+		{"pool-sustained/file_copy", 0, postgrestest.StrategyFileCopy, 160},
+		{"pool-sustained/wal_log", 0, postgrestest.StrategyWALLog, 160},
+		{"on-demand/file_copy", -1, postgrestest.StrategyFileCopy, 160},
+		{"on-demand/wal_log", -1, postgrestest.StrategyWALLog, 160},
 	}
 	benchRuntimes(b, func(b *testing.B, r testruntimes.Runtime) {
 		for _, m := range modes {
@@ -242,7 +245,7 @@ func poolFull(b *testing.B, server, released string) {
 		if err := conn.QueryRow(ctx, "select not exists (select from pg_database where datname = $1)", released).Scan(&gone); err != nil {
 			return err
 		}
-		if n != sandboxtest.DefaultPool || !gone {
+		if n != postgrestest.DefaultPool || !gone {
 			return fmt.Errorf("%d test databases", n)
 		}
 		return nil
@@ -252,14 +255,18 @@ func poolFull(b *testing.B, server, released string) {
 	}
 }
 
-// BenchmarkRedisMongoHandOut: the hand-out of a redis logical database
-// and of a mongo database, 8 tests in parallel, and their release on the
-// test's cleanup (redis: FLUSHDB; mongo: dropDatabase).
+// BenchmarkRedisMongoHandOut: the hand-out of a database of every engine
+// but postgres (BenchmarkPostgresHandOut's): a redis logical database, a
+// mongo database; 8 tests in parallel, and their release on the test's
+// cleanup (redis: FLUSHDB; mongo: dropDatabase).
 func BenchmarkRedisMongoHandOut(b *testing.B) {
 	const tests = 400
 	benchRuntimes(b, func(b *testing.B, r testruntimes.Runtime) {
 		base := benchOpts(b, r)
-		for _, engine := range []string{"redis", "mongo"} {
+		for _, engine := range engines.Default.Names() {
+			if engine == (postgres.Engine{}).Spec().Name {
+				continue // BenchmarkPostgresHandOut's
+			}
 			b.Run(engine, func(b *testing.B) {
 				testenv.Image(b, r.Name, engine)
 				warm := &scope{TB: b}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/sandboxtest"
 )
@@ -49,7 +50,7 @@ func BenchmarkPostgresCloneCycle(b *testing.B) {
 			mustExec(b, ctx, admin, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(tpl)+" IS_TEMPLATE true ALLOW_CONNECTIONS false")
 			copies = append(copies, name)
 		}
-		for _, strategy := range []string{sandboxtest.StrategyFileCopy, sandboxtest.StrategyWALLog} {
+		for _, strategy := range []string{postgrestest.StrategyFileCopy, postgrestest.StrategyWALLog} {
 			b.Run(strategy, func(b *testing.B) {
 				for _, m := range []struct {
 					name      string

@@ -2,13 +2,14 @@ package sandboxtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/enginetest"
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 )
 
 // EnvKeepFailed, set to 1, keeps the per-test databases of failed tests
@@ -30,11 +31,12 @@ type DBOptions struct {
 	// from (zero: an empty template). Ignored by the other engines.
 	Migrations Migrations
 	// Pool is how many postgres databases are cloned ahead of the tests,
-	// per template (0: DefaultPool; negative: none, each test waits for
-	// its clone).
+	// per template (0: postgrestest.DefaultPool; negative: none, each test
+	// waits for its clone).
 	Pool int
-	// Strategy is CREATE DATABASE's STRATEGY for the clones: StrategyWALLog
-	// or StrategyFileCopy (postgres >= 15; empty: DefaultStrategy).
+	// Strategy is CREATE DATABASE's STRATEGY for the clones:
+	// postgrestest.StrategyWALLog or postgrestest.StrategyFileCopy
+	// (postgres >= 15; empty: postgrestest.DefaultStrategy).
 	Strategy string
 	// KeepOnFailure keeps a failed test's database (not dropped, not
 	// flushed) and logs its name; the shared sandbox then stays after the
@@ -44,9 +46,9 @@ type DBOptions struct {
 
 // DB is a database of a test's own on the test binary's shared sandbox of
 // its engine: a postgres database cloned from the migrations' template, a
-// redis logical database, a mongo database. Parallel tests each get their
-// own; it is dropped (redis: flushed and handed out again) when the test
-// ends.
+// redis logical database (redistest.DB), a mongo database (mongotest.DB).
+// Parallel tests each get their own; it is dropped (redis: flushed and
+// handed out again) when the test ends.
 type DB struct {
 	// Engine is the engine's name ("postgres").
 	Engine string
@@ -89,19 +91,15 @@ func (d *DB) Setenv() {
 // from the template migrations build (once per binary).
 func PostgresDB(t testing.TB, migrations Migrations) *DB {
 	t.Helper()
-	return NewDB(t, "postgres", DBOptions{Migrations: migrations})
+	return NewDB(t, postgresName, DBOptions{Migrations: migrations})
 }
-
-// RedisDB hands out a redis logical database of the test's own.
-func RedisDB(t testing.TB) *DB { t.Helper(); return NewDB(t, "redis", DBOptions{}) }
-
-// MongoDB hands out a mongo database of the test's own.
-func MongoDB(t testing.TB) *DB { t.Helper(); return NewDB(t, "mongo", DBOptions{}) }
 
 // NewDB hands out a database of engine's for t alone, on the shared
 // sandbox of that engine (started on the first call), and returns it to
 // the pool or drops it on t.Cleanup. It ends the test as StartWith does
-// when that is not possible.
+// when that is not possible. The engine and its test kit must be linked
+// (postgres always is; redistest and mongotest link theirs): else the
+// error names the import to add.
 func NewDB(t testing.TB, engine string, opts DBOptions) *DB {
 	t.Helper()
 	db, release, err := newDB(engine, opts)
@@ -126,13 +124,18 @@ func NewDB(t testing.TB, engine string, opts DBOptions) *DB {
 // newDB is NewDB without a test: the database, and the release that
 // returns or drops it (or keeps it, and with it the shared sandbox).
 func newDB(engine string, opts DBOptions) (*DB, func(keep bool) error, error) {
-	if _, ok := perTest[engine]; !ok {
-		return nil, nil, fmt.Errorf("unknown engine %q; per-test databases of: %s", engine, perTestEngines())
+	kit, err := kitOf(engine)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := opts.validate(); err != nil {
 		return nil, nil, err
 	}
-	s, err := sharedServer(engine, opts.Options)
+	req, err := opts.Migrations.request(opts.Pool, opts.Strategy)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := sharedServer(engine, kit, opts.Options)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +145,7 @@ func newDB(engine string, opts DBOptions) (*DB, func(keep bool) error, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	name, url, err := s.alloc.acquire(ctx, opts)
+	name, url, err := s.alloc.Acquire(ctx, req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s database on %s: %w", engine, s.st.sb.Containers[0].Name, err)
 	}
@@ -158,19 +161,26 @@ func newDB(engine string, opts DBOptions) (*DB, func(keep bool) error, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		return s.alloc.release(ctx, name)
+		return s.alloc.Release(ctx, name)
 	}
 	return db, release, nil
 }
 
 func (o DBOptions) validate() error {
 	switch o.Strategy {
-	case "", StrategyWALLog, StrategyFileCopy:
+	case "", postgrestest.StrategyWALLog, postgrestest.StrategyFileCopy:
 	default:
-		return fmt.Errorf("%w: strategy %q: want %s or %s", errInvalid, o.Strategy, StrategyWALLog, StrategyFileCopy)
+		return fmt.Errorf("%w: strategy %q: want %s or %s", enginetest.ErrInvalid, o.Strategy, postgrestest.StrategyWALLog, postgrestest.StrategyFileCopy)
 	}
 	return nil
 }
 
-// errInvalid marks bad options.
-var errInvalid = errors.New("invalid option")
+// kitOf is the test kit of the engine called name, found through the
+// engine: an error naming the import to add when either is not linked.
+func kitOf(name string) (enginetest.Kit, error) {
+	e, ok := engines.Default.Lookup(name)
+	if !ok {
+		return nil, engines.Default.NotLinked(name)
+	}
+	return enginetest.KitOf(e)
+}

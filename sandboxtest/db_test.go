@@ -26,6 +26,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -251,9 +252,10 @@ func dbOptions(t *testing.T, r testruntimes.Runtime, engine string) sandboxtest.
 // gone (redis: flushed), seen by a client of the server's own.
 func TestParallelTestsGetDatabasesOfTheirOwn(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
-		for _, engine := range []string{"postgres", "redis", "mongo"} {
+		for _, engine := range engines.Default.Names() {
 			t.Run(engine, func(t *testing.T) {
-				cl := clients[engine]
+				cl, ok := clients[engine]
+				require.True(t, ok, "no client to check %s's databases with", engine)
 				opts := dbOptions(t, r, engine)
 				var (
 					mu     sync.Mutex
@@ -447,9 +449,9 @@ func TestPoolAndStrategyChoices(t *testing.T) {
 		strategy string
 	}{
 		{"PoolDefaultStrategy", 0, ""},
-		{"PoolWALLog", 2, sandboxtest.StrategyWALLog},
-		{"NoPoolFileCopy", -1, sandboxtest.StrategyFileCopy},
-		{"NoPoolWALLog", -1, sandboxtest.StrategyWALLog},
+		{"PoolWALLog", 2, postgrestest.StrategyWALLog},
+		{"NoPoolFileCopy", -1, postgrestest.StrategyFileCopy},
+		{"NoPoolWALLog", -1, postgrestest.StrategyWALLog},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

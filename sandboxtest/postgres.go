@@ -2,73 +2,20 @@ package sandboxtest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"path"
 	"reflect"
 	goruntime "runtime"
 	"slices"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/roboco/sandboxer/engines/enginetest"
 )
 
-// The STRATEGY of CREATE DATABASE (postgres >= 15). WAL_LOG copies the
-// template block by block through the WAL; FILE_COPY copies its files
-// after a checkpoint, and was the only way before postgres 15.
-const (
-	StrategyWALLog   = "WAL_LOG"
-	StrategyFileCopy = "FILE_COPY"
-)
-
-// DefaultStrategy is the clones' strategy when DBOptions sets none:
-// measured the faster for small templates on a tmpfs data directory
-// (bench: BenchmarkPostgresCloneCycle).
-const DefaultStrategy = StrategyFileCopy
-
-// DefaultPool is how many databases are cloned ahead per template: a
-// burst of that many tests each pops one while the workers clone the
-// next.
-const DefaultPool = 16
-
-// refillWorkers is how many clones and drops a shared server has in
-// flight for the pools, on a host of cpus cores: four per core, 4 to 8.
-// One statement at a time leaves the server idle while it waits for the
-// checkpoints it asked for (a FILE_COPY clone asks for two, DROP DATABASE
-// for one), and concurrent statements share a checkpoint. Measured on 2
-// cores (BenchmarkPostgresCloneCycle, FILE_COPY): 113 clones/s on one
-// connection, 190 on 2, 217 on 4, 232 on 8; under sustained demand
-// (BenchmarkPostgresHandOut) 8 workers rather than 2 halved the hand-out's
-// p50 (about 40 ms rather than 80) at the same tests/s, which the host's
-// CPU bounds.
-func refillWorkers(cpus int) int { return min(max(4*cpus, 4), 8) }
-
-// maxPendingDrops is how many released databases may wait for their drop
-// while the pools are refilled first (about 8 MB each of the sandbox's
-// memory, on tmpfs); past it, drops come first.
-const maxPendingDrops = 64
-
-// A pool clone that failed is tried again after a back-off that doubles
-// from minRetry to maxRetry, and starts over at the next success.
-const (
-	minRetry = 100 * time.Millisecond
-	maxRetry = 5 * time.Second
-)
-
-// closeTimeout bounds closing a connection to the shared server, which
-// may be gone already (a killed container).
-const closeTimeout = 5 * time.Second
-
-// buildTimeout bounds a template's build (its migrations included).
-const buildTimeout = 5 * time.Minute
-
-// Migrations are what a postgres template is built with, once per test
+// Migrations are what a postgres template is built with (postgrestest's
+// allocator clones every database of a test from it), once per test
 // binary per set: a set is known by a hash of its content (the .sql files'
 // names and bytes, or a function's name and version), so tests that pass
 // equal migrations share one template.
@@ -84,7 +31,7 @@ type Migrations struct {
 // directory): the set is known by fn's name and version.
 func MigrateFunc(version string, fn func(ctx context.Context, url string) error) Migrations {
 	name := goruntime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
-	return Migrations{key: hash("func", name, version), apply: fn}
+	return Migrations{key: enginetest.Key("func", name, version), apply: fn}
 }
 
 // MigrateFS is the .sql files at the root of fsys, applied in name order
@@ -107,7 +54,7 @@ func MigrateFS(fsys fs.FS) Migrations {
 		files[i] = string(b)
 		parts = append(parts, n, files[i])
 	}
-	return Migrations{key: hash(parts...), apply: func(ctx context.Context, url string) error {
+	return Migrations{key: enginetest.Key(parts...), apply: func(ctx context.Context, url string) error {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			return err
@@ -124,350 +71,15 @@ func MigrateFS(fsys fs.FS) Migrations {
 	}}
 }
 
-// hash is a hex sha256 of parts, each length-prefixed.
-func hash(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s;", len(p), p)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// postgresAlloc hands out clones of templates on the shared postgres
-// server, the way IntegreSQL does: per template, a pool of databases
-// cloned ahead, so that a hand-out is a pop. A bounded set of workers
-// (refillWorkers) refills the pools and drops released databases in the
-// background, refills first (a hand-out waits for a clone, nobody waits
-// for a drop) until too many drops are pending.
-type postgresAlloc struct {
-	admin   string // the maintenance database's URL
-	version int    // server_version_num
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	seq     atomic.Int64
-	// workers is how many background workers there are (refillWorkers);
-	// wake tells the idle ones there is work (one token per worker).
-	workers int
-	wake    chan struct{}
-
-	mu        sync.Mutex
-	templates map[string]*template
-	drops     []string
-}
-
-// template is one migrated template database and its pool of clones.
-type template struct {
-	name, strategy string
-	once           sync.Once
-	err            error
-	// ready holds the clones made ahead (nil without a pool), good ones
-	// only; built is set once the template is migrated, inflight counts
-	// the clones being made for it; failed is closed (and replaced) when
-	// a pool clone fails, and no worker clones for the pool before
-	// retryAt, which backoff (the last delay) set. All but ready under
-	// postgresAlloc.mu.
-	ready    chan clone
-	built    bool
-	inflight int
-	failed   chan struct{}
-	retryAt  time.Time
-	backoff  time.Duration
-}
-
-// clone is a worker's clone: a database ready to hand out, or why not.
-type clone struct {
-	name string
-	err  error
-}
-
-func newPostgresAlloc(rawURL string) (*postgresAlloc, error) {
-	admin, err := withPath(rawURL, "postgres")
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n := refillWorkers(goruntime.NumCPU())
-	a := &postgresAlloc{admin: admin, ctx: ctx, cancel: cancel, workers: n, wake: make(chan struct{}, n), templates: map[string]*template{}}
-	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
-	defer ccancel()
-	conn, err := pgx.Connect(cctx, admin)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(cctx))
-	var v string
-	if err := conn.QueryRow(cctx, "select current_setting('server_version_num')").Scan(&v); err != nil {
-		cancel()
-		return nil, err
-	}
-	a.version, _ = strconv.Atoi(v)
-	for range a.workers {
-		a.wg.Add(1)
-		go a.worker()
-	}
-	return a, nil
-}
-
-func (a *postgresAlloc) acquire(ctx context.Context, opts DBOptions) (string, string, error) {
-	m := opts.Migrations
+// request is what a test asks of its postgres database: a clone of the
+// template m builds, from a pool of pool (0: postgrestest.DefaultPool),
+// copied with strategy ("": postgrestest.DefaultStrategy).
+func (m Migrations) request(pool int, strategy string) (enginetest.Request, error) {
 	if m.err != nil {
-		return "", "", m.err
+		return enginetest.Request{}, m.err
 	}
 	if m.apply == nil {
-		m = Migrations{key: hash("empty")}
+		m.key = enginetest.Key("empty")
 	}
-	strategy := opts.Strategy
-	if strategy == "" && a.version >= 150000 {
-		strategy = DefaultStrategy
-	}
-	if strategy != "" && a.version < 150000 {
-		return "", "", fmt.Errorf("%w: strategy %s needs postgres >= 15 (server_version_num %d)", errInvalid, strategy, a.version)
-	}
-	pool := opts.Pool
-	if pool == 0 {
-		pool = DefaultPool
-	}
-	key := hash(m.key, strategy, strconv.Itoa(max(pool, 0)))
-	a.mu.Lock()
-	tpl, ok := a.templates[key]
-	if !ok {
-		tpl = &template{name: "tpl_" + key[:16], strategy: strategy, failed: make(chan struct{})}
-		if pool > 0 {
-			tpl.ready = make(chan clone, pool)
-		}
-		a.templates[key] = tpl
-	}
-	a.mu.Unlock()
-	tpl.once.Do(func() { tpl.err = a.build(tpl, m) })
-	if tpl.err != nil {
-		return "", "", tpl.err
-	}
-	var c clone
-	if tpl.ready == nil {
-		c = a.clone(ctx, nil, tpl)
-	} else {
-		a.mu.Lock()
-		failed := tpl.failed
-		a.mu.Unlock()
-		select {
-		case c = <-tpl.ready:
-			a.signal() // one to make again
-		case <-failed:
-			// The pool's clones fail for now: a clone of this test's
-			// own, with an outcome of its own.
-			c = a.clone(ctx, nil, tpl)
-		case <-ctx.Done():
-			return "", "", fmt.Errorf("waiting for a clone of %s: %w", tpl.name, ctx.Err())
-		}
-	}
-	if c.err != nil {
-		return "", "", c.err
-	}
-	url, err := withPath(a.admin, c.name)
-	return c.name, url, err
-}
-
-// build creates the template, runs the migrations in it, closes it to
-// connections, and hands its pool to the workers. It runs once per
-// template (sync.Once: concurrent first tests wait for the one build).
-func (a *postgresAlloc) build(tpl *template, m Migrations) error {
-	ctx, cancel := context.WithTimeout(a.ctx, buildTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, a.admin)
-	if err != nil {
-		return fmt.Errorf("template %s: %w", tpl.name, err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	id := pgx.Identifier{tpl.name}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+id); err != nil {
-		return fmt.Errorf("template %s: %w", tpl.name, err)
-	}
-	if m.apply != nil {
-		url, err := withPath(a.admin, tpl.name)
-		if err != nil {
-			return err
-		}
-		if err := m.apply(ctx, url); err != nil {
-			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)")
-			return fmt.Errorf("template %s: migrations: %w", tpl.name, err)
-		}
-	}
-	// A clone needs the template to itself: no session of the migrations
-	// may linger in it, and no test may connect to it by mistake.
-	if _, err := conn.Exec(ctx, "ALTER DATABASE "+id+" WITH ALLOW_CONNECTIONS false IS_TEMPLATE true"); err != nil {
-		return fmt.Errorf("template %s: %w", tpl.name, err)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", tpl.name); err != nil {
-		return fmt.Errorf("template %s: %w", tpl.name, err)
-	}
-	a.mu.Lock()
-	tpl.built = true
-	a.mu.Unlock()
-	a.signal()
-	return nil
-}
-
-// signal wakes every idle worker to look for work.
-func (a *postgresAlloc) signal() {
-	for range a.workers {
-		select {
-		case a.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// next claims the next job: a clone for a pool short of one, else a
-// drop; a drop first when too many are pending. ok is false when there
-// is nothing to do.
-func (a *postgresAlloc) next() (tpl *template, drop string, ok bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	popDrop := func() (*template, string, bool) {
-		name := a.drops[0]
-		a.drops = a.drops[1:]
-		return nil, name, true
-	}
-	if len(a.drops) >= maxPendingDrops {
-		return popDrop()
-	}
-	now := time.Now()
-	for _, t := range a.templates {
-		if t.built && t.ready != nil && len(t.ready)+t.inflight < cap(t.ready) && !now.Before(t.retryAt) {
-			t.inflight++
-			return t, "", true
-		}
-	}
-	if len(a.drops) > 0 {
-		return popDrop()
-	}
-	return nil, "", false
-}
-
-// worker refills pools and drops released databases until the allocator
-// closes, on a connection of its own.
-func (a *postgresAlloc) worker() {
-	defer a.wg.Done()
-	var conn *pgx.Conn
-	defer func() { closeConn(conn) }()
-	for a.ctx.Err() == nil {
-		tpl, name, ok := a.next()
-		switch {
-		case !ok:
-			select {
-			case <-a.wake:
-			case <-a.ctx.Done():
-			}
-		case tpl != nil:
-			a.pool(tpl, a.clone(a.ctx, &conn, tpl))
-		default:
-			a.dropNow(&conn, name)
-		}
-	}
-}
-
-// pool puts a worker's clone in tpl's pool. A failed clone is not put
-// there: its error belongs to that moment (a busy template, a terminated
-// backend), and the test that popped it later would fail for it. The
-// workers try again after a back-off, and the tests waiting for the pool
-// are told, so that each makes a clone of its own.
-func (a *postgresAlloc) pool(tpl *template, c clone) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	tpl.inflight--
-	if c.err == nil {
-		tpl.ready <- c // never blocks: a slot was claimed
-		tpl.backoff = 0
-		return
-	}
-	if a.ctx.Err() != nil {
-		return // closing: nobody waits any more
-	}
-	if now := time.Now(); !now.Before(tpl.retryAt) {
-		// Once per round: the other clones in flight that fail too
-		// belong to this round, and do not double the delay again.
-		tpl.backoff = min(max(2*tpl.backoff, minRetry), maxRetry)
-		tpl.retryAt = now.Add(tpl.backoff)
-		time.AfterFunc(tpl.backoff, a.signal)
-	}
-	close(tpl.failed)
-	tpl.failed = make(chan struct{})
-	slog.Warn("sandboxtest: a pool clone failed; trying again", "template", tpl.name, "retry_in", tpl.backoff, "err", c.err)
-}
-
-// connected returns *conn, (re)connected as needed.
-func (a *postgresAlloc) connected(ctx context.Context, conn **pgx.Conn) (*pgx.Conn, error) {
-	if *conn == nil || (*conn).IsClosed() {
-		c, err := pgx.Connect(ctx, a.admin)
-		if err != nil {
-			return nil, err
-		}
-		*conn = c
-	}
-	return *conn, nil
-}
-
-// clone creates a database from tpl on *conn (a connection of its own
-// when conn is nil).
-func (a *postgresAlloc) clone(ctx context.Context, conn **pgx.Conn, tpl *template) clone {
-	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-	defer cancel()
-	if conn == nil {
-		var own *pgx.Conn
-		defer func() { closeConn(own) }()
-		conn = &own
-	}
-	c, err := a.connected(ctx, conn)
-	if err != nil {
-		return clone{err: fmt.Errorf("clone of %s: %w", tpl.name, err)}
-	}
-	name := fmt.Sprintf("t_%s_%d", tpl.name[4:12], a.seq.Add(1))
-	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{tpl.name}.Sanitize()
-	if tpl.strategy != "" {
-		sql += " STRATEGY " + tpl.strategy
-	}
-	if _, err := c.Exec(ctx, sql); err != nil {
-		return clone{err: fmt.Errorf("clone of %s: %w", tpl.name, err)}
-	}
-	return clone{name: name}
-}
-
-// release queues the database's drop for the workers.
-func (a *postgresAlloc) release(_ context.Context, name string) error {
-	a.mu.Lock()
-	a.drops = append(a.drops, name)
-	a.mu.Unlock()
-	a.signal()
-	return nil
-}
-
-// dropNow drops a released database, ending the sessions a test left in
-// it. Nobody waits for it: a failure is logged.
-func (a *postgresAlloc) dropNow(conn **pgx.Conn, name string) {
-	ctx, cancel := context.WithTimeout(a.ctx, releaseTimeout)
-	defer cancel()
-	c, err := a.connected(ctx, conn)
-	if err == nil {
-		_, err = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	}
-	if err != nil && a.ctx.Err() == nil { // else the shared sandbox is going away
-		slog.Warn("sandboxtest: drop of a test's database", "db", name, "err", err)
-	}
-}
-
-// closeConn closes conn (if any), bounded: the server may be gone.
-func closeConn(conn *pgx.Conn) {
-	if conn == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	_ = conn.Close(ctx)
-}
-
-func (a *postgresAlloc) close() {
-	a.cancel()
-	a.wg.Wait()
+	return enginetest.Request{Template: m.key, Migrate: m.apply, Pool: pool, Strategy: strategy}, nil
 }

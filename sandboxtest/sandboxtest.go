@@ -8,6 +8,12 @@
 //		...
 //	}
 //
+// It links the postgres engine and its test kit, and no other engine's
+// client: Redis and Mongo are opted into by importing their test kits,
+// whose helpers these are (redistest.Sandbox and redistest.DB,
+// mongotest.Sandbox and mongotest.DB); Start and NewDB serve any engine
+// the test binary links, and name the import to add for one it does not.
+//
 // Each call provisions in host mode (ports published on 127.0.0.1) for a
 // generated owner id, with the engines' readiness probes passed before it
 // returns. The sandboxes are owned by the test process (the janitor's
@@ -34,6 +40,7 @@ import (
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/postgres"
 	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/labels"
@@ -88,14 +95,11 @@ type Sandbox struct {
 	envPrefix string
 }
 
+// postgresName is the postgres engine's service name.
+var postgresName = postgres.Engine{}.Spec().Name
+
 // Postgres starts a postgres sandbox; its DSN is sb.DSN("postgres").
-func Postgres(t testing.TB) *Sandbox { t.Helper(); return Start(t, "postgres") }
-
-// Redis starts a redis sandbox; its URL is sb.DSN("redis").
-func Redis(t testing.TB) *Sandbox { t.Helper(); return Start(t, "redis") }
-
-// Mongo starts a mongo sandbox; its URL is sb.DSN("mongo").
-func Mongo(t testing.TB) *Sandbox { t.Helper(); return Start(t, "mongo") }
+func Postgres(t testing.TB) *Sandbox { t.Helper(); return Start(t, postgresName) }
 
 // Start provisions services with the default options.
 func Start(t testing.TB, services ...string) *Sandbox {

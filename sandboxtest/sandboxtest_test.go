@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all/alltest"
+	"github.com/roboco/sandboxer/engines/redis/redistest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/janitor"
@@ -105,7 +107,7 @@ func TestEachEngineWithARealClient(t *testing.T) {
 
 func TestShorthandsUseTheDefaults(t *testing.T) {
 	_, rt := onDocker(t, "redis")
-	sb := sandboxtest.Redis(t)
+	sb := redistest.Sandbox(t)
 	require.Len(t, sb.Containers, 1)
 	assert.Regexp(t, `^roboco-sandbox-redis-test-[0-9a-f]{10}$`, sb.Containers[0].Name)
 	assert.Regexp(t, `^redis://default:[0-9a-f]{32}@127\.0\.0\.1:\d+/0$`, sb.DSN("redis"))

@@ -1,7 +1,6 @@
 package sandboxtest
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/enginetest"
 	"github.com/roboco/sandboxer/internal/ids"
 	"github.com/roboco/sandboxer/runtime/detect"
 )
@@ -27,40 +27,6 @@ import (
 // answers a clone with "No space left on device".
 const sharedMemoryBytes = 4 << 30
 
-// perTest lists the engines with per-test databases: the server settings
-// a shared sandbox needs beyond the engine's own, and the hand-out of its
-// databases. Room for a connection or more per parallel test (postgres:
-// the engine's own budget for the shared sandbox's memory limit already
-// sizes its WAL and buffers); a logical database per parallel test
-// (redis).
-var perTest = map[string]struct {
-	args  []string
-	alloc func(url string, args []string) (allocator, error)
-}{
-	"postgres": {
-		args:  []string{"-c", "max_connections=400"},
-		alloc: func(url string, _ []string) (allocator, error) { return newPostgresAlloc(url) },
-	},
-	"redis": {
-		args:  []string{"--databases", "1024"},
-		alloc: func(url string, args []string) (allocator, error) { return newRedisAlloc(url, args) },
-	},
-	"mongo": {
-		alloc: func(url string, _ []string) (allocator, error) { return newMongoAlloc(url) },
-	},
-}
-
-// perTestEngines names perTest's engines, in registry order.
-func perTestEngines() string {
-	var names []string
-	for _, n := range engines.Default.Names() {
-		if _, ok := perTest[n]; ok {
-			names = append(names, n)
-		}
-	}
-	return strings.Join(names, ", ")
-}
-
 // server is the shared sandbox of one engine for one set of Options: one
 // container for the whole test binary, started by the first test that asks
 // for a database of that engine, torn down by Main (or, when the binary
@@ -68,6 +34,7 @@ func perTestEngines() string {
 // process is gone: the sandbox carries its process-owner labels).
 type server struct {
 	engine string
+	kit    enginetest.Kit
 	opts   Options
 	once   sync.Once
 	st     *started
@@ -77,22 +44,10 @@ type server struct {
 	url string
 	ep  engines.Endpoint
 	// alloc hands out the engine's databases.
-	alloc allocator
+	alloc enginetest.Allocator
 	// kept is set once a database was kept for a failed test: Main then
 	// leaves the sandbox running.
 	kept atomic.Bool
-}
-
-// allocator is one engine's hand-out of per-test databases on a shared
-// server.
-type allocator interface {
-	// acquire hands out a database of its own, as its name (redis: the
-	// logical database's number) and its URL.
-	acquire(ctx context.Context, opts DBOptions) (name, url string, err error)
-	// release empties the database for the next test (redis) or drops it.
-	release(ctx context.Context, name string) error
-	// close stops background work and closes connections.
-	close()
 }
 
 // sharedKey tells shared sandboxes apart: the same engine under different
@@ -147,10 +102,10 @@ func detectionKey(opts detect.Options) string {
 	return strings.Join(parts, "\n")
 }
 
-// sharedServer returns the running shared sandbox of engine under opts,
-// starting it on first use. A failed start is the answer for every later
-// caller too.
-func sharedServer(engine string, opts Options) (*server, error) {
+// sharedServer returns the running shared sandbox of engine (whose test
+// kit is kit) under opts, starting it on first use. A failed start is the
+// answer for every later caller too.
+func sharedServer(engine string, kit enginetest.Kit, opts Options) (*server, error) {
 	shared.mu.Lock()
 	if shared.servers == nil {
 		shared.servers = map[sharedKey]*server{}
@@ -158,7 +113,7 @@ func sharedServer(engine string, opts Options) (*server, error) {
 	k := keyOf(engine, opts)
 	s, ok := shared.servers[k]
 	if !ok {
-		s = &server{engine: engine, opts: opts}
+		s = &server{engine: engine, kit: kit, opts: opts}
 		shared.servers[k] = s
 	}
 	shared.mu.Unlock()
@@ -175,8 +130,7 @@ func (s *server) start() {
 		// Every parallel test's work lands on this one server.
 		opts.CPUs = float64(goruntime.NumCPU())
 	}
-	pt := perTest[s.engine]
-	st, err := start(opts, "shared-"+ids.Hex(5), "shared", map[string][]string{s.engine: pt.args}, []string{s.engine})
+	st, err := start(opts, "shared-"+ids.Hex(5), "shared", map[string][]string{s.engine: s.kit.SharedArgs()}, []string{s.engine})
 	if err != nil {
 		s.err = err
 		return
@@ -186,7 +140,7 @@ func (s *server) start() {
 	v, _ := engines.URLVar(e.Env(st.envPrefix, engines.Endpoint{}, engines.Credentials{}))
 	s.url, _ = st.sb.Lookup(v.Name)
 	s.ep = st.sb.Containers[0].Endpoint
-	s.alloc, err = pt.alloc(s.url, pt.args)
+	s.alloc, err = s.kit.NewAllocator(s.url)
 	if err != nil {
 		s.err = fmt.Errorf("shared %s sandbox %s: %w", s.engine, st.sb.Containers[0].Name, err)
 		_ = st.teardown()
@@ -212,16 +166,6 @@ func (s *server) env(name, rawURL string) ([]engines.EnvVar, error) {
 		}
 	}
 	return env, nil
-}
-
-// withPath is rawURL with its path (the database) replaced.
-func withPath(rawURL, path string) (string, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + path
-	return u.String(), nil
 }
 
 // Main runs the test binary's tests and then tears down the shared
@@ -256,7 +200,7 @@ func Close() error {
 		if s.st == nil {
 			continue
 		}
-		s.alloc.close()
+		s.alloc.Close()
 		name := s.st.sb.Containers[0].Name
 		if s.kept.Load() {
 			fmt.Fprintf(os.Stderr, "sandboxtest: %s stays, with the databases kept for failed tests; `sandboxer gc` removes it now that this process is gone\n", name)

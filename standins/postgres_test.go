@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/postgres"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -173,7 +174,7 @@ func TestPostgresEnginesCommand(t *testing.T) {
 			ref := standinImage(t, pc.standin)
 			password := testkit.RandomHex(16)
 			cred := engines.Credentials{User: engines.DefaultUser, Password: password, Database: engines.DefaultDatabase}
-			cc := engines.Postgres{}.Container(cred, engines.Limits{MemoryBytes: 512 << 20}, imageOf(t, ref))
+			cc := postgres.Engine{}.Container(cred, engines.Limits{MemoryBytes: 512 << 20}, imageOf(t, ref))
 			opts := runOpts{Publish: []string{"5432/tcp"}, Cmd: cc.Command}
 			for k, v := range cc.Env {
 				opts.Env = append(opts.Env, k+"="+v)

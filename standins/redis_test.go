@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	redisengine "github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testkit"
 )
 
@@ -26,7 +27,7 @@ const redisReadyDeadline = 15 * time.Second
 func TestRedis(t *testing.T) {
 	t.Parallel()
 	password := testkit.RandomHex(16)
-	engine := engines.Redis{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
+	engine := redisengine.Engine{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
 	var engineEnv []string
 	for k, v := range engine.Env {
 		engineEnv = append(engineEnv, k+"="+v)
@@ -159,7 +160,7 @@ func containsAny(s string, subs []string) bool {
 func TestRedisArgumentOrder(t *testing.T) {
 	t.Parallel()
 	password := testkit.RandomHex(16)
-	cc := engines.Redis{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
+	cc := redisengine.Engine{}.Container(engines.Credentials{Password: password}, engines.Limits{MemoryBytes: 512 << 20}, engines.Image{})
 	opts := runOpts{Publish: []string{"6379/tcp"}, Cmd: cc.Command}
 	for k, v := range cc.Env {
 		opts.Env = append(opts.Env, k+"="+v)

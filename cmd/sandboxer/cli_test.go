@@ -310,14 +310,14 @@ func TestUpLsDownRoundTrip(t *testing.T) {
 		},
 		{
 			name:     "JSONWithContainersAndVerboseLogs",
-			services: []string{"postgres", "redis", "mongo"},
+			services: engines.Default.Names(),
 			args:     []string{"--format", "json", "--verbose"},
 			env: func(t *testing.T, c *cli, r result, _ string) map[string]string {
 				var out upJSON
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 				assert.Equal(t, c.prefix+"-agent-"+out.OwnerID, out.Owner)
-				require.Len(t, out.Containers, 3)
-				for i, engine := range []string{"postgres", "redis", "mongo"} {
+				require.Len(t, out.Containers, len(engines.Default.Names()))
+				for i, engine := range engines.Default.Names() {
 					ct := out.Containers[i]
 					assert.Equal(t, engine, ct.Engine, "registry order")
 					assert.NotEmpty(t, ct.ID)
@@ -633,7 +633,7 @@ func TestEnginesListsTheRegistry(t *testing.T) {
 }
 
 func TestDoctorNamesTheChosenRuntime(t *testing.T) {
-	c := newCLI(t, "postgres", "redis", "mongo")
+	c := newCLI(t, engines.Default.Names()...)
 	// Auto-detection, as a user would run it: DOCKER_HOST comes first.
 	text := c.run("doctor")
 	require.Equal(t, 0, text.code, text.stderr)
@@ -745,10 +745,10 @@ func TestJanitorLoopSweepsUntilSIGTERM(t *testing.T) {
 }
 
 func TestQuickStartDemo(t *testing.T) {
-	// What `make demo` runs: the trio, each proven with its real client,
-	// the env printed with passwords masked, everything torn down.
-	c := newCLI(t, "postgres", "redis", "mongo")
-	r := c.sbx("run", "--services", "postgres,redis,mongo", "--", demoClient)
+	// What `make demo` runs: every engine, each proven with its real
+	// client, the env printed with passwords masked, everything torn down.
+	c := newCLI(t, engines.Default.Names()...)
+	r := c.sbx("run", "--services", strings.Join(engines.Default.Names(), ","), "--", demoClient)
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	for _, s := range []string{"postgres ok", "redis    ok", "mongo    ok", "ROBOCO_TEST_DB_PASSWORD=****", "postgres://sandbox:****@127.0.0.1:"} {
 		assert.Contains(t, r.stdout, s)

@@ -16,6 +16,7 @@ import (
 
 	// The CLI links every runtime adapter; each registers itself with
 	// runtime/detect.
+	_ "github.com/roboco/sandboxer/engines/all"
 	_ "github.com/roboco/sandboxer/runtime/all"
 )
 

@@ -97,7 +97,7 @@ starting CMD. Under nohup, SIGHUP stays ignored.`,
 			return nil
 		}),
 	}
-	pf.add(cmd, "owner id (default: generated, run-<hex>)")
+	pf.add(cmd, a.registry, "owner id (default: generated, run-<hex>)")
 	// Everything after the first argument is CMD's, flags included.
 	cmd.Flags().SetInterspersed(false)
 	return cmd

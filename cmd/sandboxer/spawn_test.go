@@ -237,7 +237,7 @@ func TestEnginesCheck(t *testing.T) {
 		{"Trio", `["postgres","redis","mongo"]`, 0, "ok: postgres, redis, mongo\n"},
 		{"Null", "null", 0, "ok: no services (the project does not participate)\n"},
 		{"Empty", "", 0, "ok: no services (the project does not participate)\n"},
-		{"Typo", `["postgres","mongodb"]`, ExitUsage, `sandboxer: provision: invalid service "mongodb": unknown service; valid services: postgres, redis, mongo`},
+		{"Typo", `["postgres","mongodb"]`, ExitUsage, `sandboxer: provision: invalid service "mongodb": unknown service; valid services: ` + strings.Join(engines.Default.Names(), ", ")},
 		{"Twice", `["redis","redis"]`, ExitUsage, `invalid service "redis": listed twice`},
 		{"NotJSON", `postgres`, ExitUsage, "want a JSON list"},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -29,8 +30,8 @@ type provisionFlags struct {
 	pullTimeout   time.Duration
 }
 
-func (pf *provisionFlags) add(cmd *cobra.Command, ownerHelp string) {
-	cmd.Flags().StringSliceVarP(&pf.services, "services", "s", nil, "services to provision, comma-separated: postgres, redis, mongo")
+func (pf *provisionFlags) add(cmd *cobra.Command, reg *engines.Registry, ownerHelp string) {
+	cmd.Flags().StringSliceVarP(&pf.services, "services", "s", nil, "services to provision, comma-separated: "+strings.Join(reg.Names(), ", "))
 	pf.addOwnerAndDeadlines(cmd, ownerHelp)
 }
 
@@ -182,7 +183,7 @@ On failure nothing of this call is left running and the exit code says why
 			return nil
 		}),
 	}
-	pf.add(cmd, "owner id: the agent's id (required)")
+	pf.add(cmd, a.registry, "owner id: the agent's id (required)")
 	f := cmd.Flags()
 	f.StringVar(&network, "network", "", "sibling mode: join this network and hand out addresses on it")
 	f.BoolVar(&publish, "publish", false, "host mode (the default): publish ports on 127.0.0.1")

@@ -8,6 +8,8 @@
 //
 //	crashprov -prefix sbxtest1a2b -owner crash -services postgres,redis,mongo
 //
+// -services defaults to every engine it links (engines/all).
+//
 // Images come from SANDBOXER_IMAGE_<ENGINE> (as for the provisioner), the
 // daemon from DOCKER_HOST. It prints "provisioned" on stdout if the
 // provision completes (which a mid-provision kill must prevent), and exits
@@ -21,8 +23,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all"
 	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/provision"
@@ -32,7 +37,7 @@ import (
 func main() {
 	prefix := flag.String("prefix", labels.DefaultPrefix, "label prefix")
 	owner := flag.String("owner", "crash", "owner id")
-	services := flag.String("services", "postgres,redis,mongo", "services to provision")
+	services := flag.String("services", strings.Join(engines.Default.Names(), ","), "services to provision")
 	flag.Parse()
 
 	if err := run(*prefix, *owner, provision.ParseServices(*services)); err != nil {

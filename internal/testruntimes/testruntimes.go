@@ -34,6 +34,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 	// The tests cover every runtime the CLI links.
+	_ "github.com/roboco/sandboxer/engines/all"
 	_ "github.com/roboco/sandboxer/runtime/all"
 	"github.com/roboco/sandboxer/runtime/containerd"
 	"github.com/roboco/sandboxer/runtime/detect"

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/enginetest"
+	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -64,10 +66,10 @@ func TestPostgres18AsAPod(t *testing.T) {
 	assert.True(t, strings.HasPrefix(dataMount, "tmpfs "), "the pod's /proc/mounts: %s is a tmpfs: %q", dataDir, dataMount)
 	assert.Contains(t, dataMount, "size=", "the pod's /proc/mounts: %s is bounded", dataDir)
 
-	f := engines.Postgres{}
+	f := postgrestest.Kit{}
 	res, err := f.Fill(ctx, url, 1000, 2*provision.DefaultMemoryBytes)
 	require.NoError(t, err, "fill: every write succeeds until the server says full")
-	require.ErrorIs(t, res.Full, engines.ErrFull, "%d MiB written without postgres's full error", res.Bytes>>20)
+	require.ErrorIs(t, res.Full, enginetest.ErrFull, "%d MiB written without postgres's full error", res.Bytes>>20)
 	var pgErr *pgconn.PgError
 	require.True(t, errors.As(res.Full, &pgErr), "the full error is postgres's own: %v", res.Full)
 	assert.Equal(t, "53100", pgErr.Code, "SQLSTATE disk_full")

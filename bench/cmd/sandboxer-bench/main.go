@@ -42,6 +42,7 @@ import (
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	// The driver measures every runtime the CLI links.
+	_ "github.com/roboco/sandboxer/engines/all"
 	_ "github.com/roboco/sandboxer/runtime/all"
 	"github.com/roboco/sandboxer/runtime/detect"
 )

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all"
 	"github.com/roboco/sandboxer/provision"
 )
 

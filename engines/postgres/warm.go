@@ -1,21 +1,26 @@
-package engines
+package postgres
 
-// Compile-time proof that postgres starts warm.
-var _ Warmer = Postgres{}
+import "github.com/roboco/sandboxer/engines"
+
+// Compile-time proof that postgres starts warm and logs in.
+var (
+	_ engines.Warmer      = Engine{}
+	_ engines.WireChecker = Engine{}
+)
 
 // WarmKey is the version of the recipe below.
-func (Postgres) WarmKey() string { return "postgres-warm-2" }
+func (Engine) WarmKey() string { return "postgres-warm-2" }
 
 // TemplateEntrypoint runs the image's docker-entrypoint.sh (the official
 // image's contract) in the background and, once the server it ends in has
 // stopped, sleeps, so that the data can be read out.
-func (Postgres) TemplateEntrypoint() []string {
+func (Engine) TemplateEntrypoint() []string {
 	return []string{"/bin/sh", "-c", `docker-entrypoint.sh "$@" & wait $!; exec sleep 2147483647`, "sandboxer-warm-template"}
 }
 
 // StopServer is `pg_ctl stop -m fast -w` as postgres: a clean shutdown,
 // so that the template needs no crash recovery.
-func (Postgres) StopServer() ([]string, string) {
+func (Engine) StopServer() ([]string, string) {
 	return []string{"sh", "-c", `exec pg_ctl stop -D "${PGDATA:-/var/lib/postgresql/data}" -m fast -w`}, "postgres"
 }
 
@@ -57,7 +62,7 @@ exec $drop "$@"
 `
 
 // WarmEntrypoint unpacks files and starts the server; see pgWarmScript.
-func (Postgres) WarmEntrypoint(files []WarmFile) []string {
+func (Engine) WarmEntrypoint(files []engines.WarmFile) []string {
 	argv := []string{"/bin/sh", "-c", pgWarmScript, "sandboxer-warm"}
 	for _, f := range files {
 		argv = append(argv, f.Path, f.File)

@@ -1,4 +1,13 @@
-package engines
+// Package mongo is sandboxer's MongoDB engine: its container, budget,
+// readiness probe, emitted env and its login with mongo-driver, which
+// only a program that imports it links. Importing it registers the engine
+// (engines.Register), as importing a database/sql driver does:
+//
+//	import _ "github.com/roboco/sandboxer/engines/mongo"
+//
+// Its test kit (fill-to-full, per-test databases, the tests' helpers) is
+// mongotest.
+package mongo
 
 import (
 	"context"
@@ -8,16 +17,32 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
+	mongodriver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+
+	"github.com/roboco/sandboxer/engines"
 )
 
-// Mongo is MongoDB on the official image's contract
+func init() { engines.Register(Engine{}) }
+
+// Compile-time proof that mongo logs in.
+var _ engines.WireChecker = Engine{}
+
+// Engine is MongoDB on the official image's contract
 // (MONGO_INITDB_ROOT_USERNAME / MONGO_INITDB_ROOT_PASSWORD create a root
 // user in the admin database; first start initialises through a temporary
 // server on 127.0.0.1).
-type Mongo struct{}
+type Engine struct{}
+
+// Order is mongo's place in the report order: after redis.
+const Order = 30
+
+// selection bounds one login's server selection. mongo-driver re-checks a
+// server it found down only after 500 ms (its minimum heartbeat), so a
+// selection this short makes one attempt exactly one check of the server,
+// and lets a caller poll faster than the driver.
+const selection = 100 * time.Millisecond
 
 // Spec describes the mongo engine. Its default memory limit is 1 GiB, not
 // the provisioner's 512 MiB: by MongoDB's own figures mongod's floor does
@@ -29,21 +54,22 @@ type Mongo struct{}
 // before the real server; 256 MiB of cache, 128 MiB of data and mongod's
 // own memory outside the cache (connections, the oplog-less catalog,
 // the journal buffers) leave nothing for that.
-func (Mongo) Spec() Spec {
-	return Spec{
+func (Engine) Spec() engines.Spec {
+	return engines.Spec{
 		Name:         "mongo",
 		Short:        "mongo",
+		Order:        Order,
 		Image:        "mongo:8",
 		Port:         27017,
 		Tmpfs:        []string{"/data/db", "/data/configdb"},
-		Capabilities: dropToServerUser,
+		Capabilities: engines.DropToServerUser(),
 		ReadyTimeout: 60 * time.Second,
-		MemoryBytes:  mongoMemoryBytes,
+		MemoryBytes:  memoryBytes,
 	}
 }
 
-// mongoMemoryBytes is the mongo engine's default memory limit (see Spec).
-const mongoMemoryBytes = 1 << 30
+// memoryBytes is the mongo engine's default memory limit (see Spec).
+const memoryBytes = 1 << 30
 
 // Container sets the root user. Within a memory limit, the data directory
 // gets a quarter of it and the storage engine's cache is sized for the
@@ -54,8 +80,8 @@ const mongoMemoryBytes = 1 << 30
 // parameters below give real mongod what MongoDB documents it needs on a
 // small, bounded data directory; the FerretDB stand-in ignores them (see
 // the README: they are not verified against mongod here).
-func (m Mongo) Container(cred Credentials, lim Limits, img Image) Container {
-	c := Container{
+func (m Engine) Container(cred engines.Credentials, lim engines.Limits, img engines.Image) engines.Container {
+	c := engines.Container{
 		Env: map[string]string{
 			"MONGO_INITDB_ROOT_USERNAME": cred.User,
 			"MONGO_INITDB_ROOT_PASSWORD": cred.Password,
@@ -63,8 +89,8 @@ func (m Mongo) Container(cred Credentials, lim Limits, img Image) Container {
 		Tmpfs: map[string]string{"/data/db": "", "/data/configdb": ""},
 	}
 	if lim.MemoryBytes > 0 {
-		cache := float64(lim.share(1, 4, mib)) / (1 << 30)
-		data := lim.share(1, 4, 16*mib)
+		cache := float64(lim.Share(1, 4, engines.MiB)) / (1 << 30)
+		data := lim.Share(1, 4, 16*engines.MiB)
 		c.Command = []string{"mongod",
 			"--wiredTigerCacheSizeGB", strconv.FormatFloat(max(cache, 0.25), 'f', 2, 64),
 			// From 7.1, mongod refuses to start an index build, and
@@ -74,7 +100,7 @@ func (m Mongo) Container(cred Credentials, lim Limits, img Image) Container {
 			// "indexBuildMinAvailableDiskSpaceMB"; jstests
 			// noPassthrough/index_build_min_disk_space*.js): more than the
 			// whole bounded /data/db. A sixteenth of it keeps the guard.
-			"--setParameter", "indexBuildMinAvailableDiskSpaceMB=" + strconv.FormatInt(max(data/16/mib, 1), 10),
+			"--setParameter", "indexBuildMinAvailableDiskSpaceMB=" + strconv.FormatInt(max(data/16/engines.MiB, 1), 10),
 			// Full-time diagnostic data capture writes diagnostic.data
 			// into the data directory, up to
 			// diagnosticDataCollectionDirectorySizeMB (200 MB by default):
@@ -90,12 +116,12 @@ func (m Mongo) Container(cred Credentials, lim Limits, img Image) Container {
 			// appended to mongod's own (storage.wiredTiger.engineConfig.
 			// configString); WiredTiger documents both keys under
 			// wiredtiger_open's "log" settings.
-			"--wiredTigerEngineConfigString", "log=(file_max=" + strconv.FormatInt(max(data/16/mib, 1), 10) + "MB,prealloc=false)",
+			"--wiredTigerEngineConfigString", "log=(file_max=" + strconv.FormatInt(max(data/16/engines.MiB, 1), 10) + "MB,prealloc=false)",
 		}
-		c.Tmpfs["/data/db"] = tmpfsSize(data)
-		c.Tmpfs["/data/configdb"] = tmpfsSize(lim.share(1, 64, mib))
+		c.Tmpfs["/data/db"] = engines.TmpfsSize(data)
+		c.Tmpfs["/data/configdb"] = engines.TmpfsSize(lim.Share(1, 64, engines.MiB))
 	}
-	c.coverVolumes(img.volumes(m.Spec().Tmpfs), lim.share(1, 64, mib))
+	c.CoverVolumes(img.Volumes(m.Spec().Tmpfs), lim.Share(1, 64, engines.MiB))
 	return c
 }
 
@@ -107,33 +133,33 @@ const probeURLEnv = "SANDBOXER_PROBE_URL"
 // runs ping, expecting 1. mongosh boots Node.js, which costs far more
 // than the ping, so one attempt waits up to 5 s for the server (the driver
 // re-checks it every 500 ms) rather than failing fast and booting again.
-func (Mongo) Probe(ep Endpoint, cred Credentials) []ProbeStep {
+func (Engine) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.ProbeStep {
 	u := url.URL{
 		Scheme:   "mongodb",
 		User:     url.UserPassword(cred.User, cred.Password),
-		Host:     hostPort(ep),
+		Host:     ep.HostPort(),
 		Path:     "/admin",
 		RawQuery: "authSource=admin&directConnection=true&serverSelectionTimeoutMS=5000&connectTimeoutMS=2000",
 	}
-	return []ProbeStep{{
+	return []engines.ProbeStep{{
 		Cmd: []string{"mongosh", "--nodb", "--quiet", "--norc", "--eval",
 			"print(connect(process.env." + probeURLEnv + ").runCommand({ping: 1}).ok)"},
 		Env:   map[string]string{probeURLEnv: u.String()},
-		Check: StdoutIs("1"),
+		Check: engines.StdoutIs("1"),
 	}}
 }
 
 // Env emits <P>_MONGO_HOST, PORT, USER, PASSWORD, DB, AUTH_DB and URL.
-func (Mongo) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
+func (Engine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials) []engines.EnvVar {
 	u := url.URL{
 		Scheme:   "mongodb",
 		User:     url.UserPassword(cred.User, cred.Password),
-		Host:     hostPort(ep),
+		Host:     ep.HostPort(),
 		Path:     "/" + cred.Database,
 		RawQuery: "authSource=admin",
 	}
 	p := prefix + "_MONGO_"
-	return []EnvVar{
+	return []engines.EnvVar{
 		{Name: p + "HOST", Value: ep.Host},
 		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
 		{Name: p + "USER", Value: cred.User},
@@ -147,9 +173,9 @@ func (Mongo) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
 // mongoPing connects with mongo-driver and pings admin, with selection as
 // the server selection timeout. disconnect ends the client, once err is
 // nil.
-func mongoPing(ctx context.Context, rawURL string, selection time.Duration) (admin *mongo.Database, disconnect func(), err error) {
-	c, err := mongo.Connect(options.Client().ApplyURI(rawURL).
-		SetServerSelectionTimeout(selection).SetConnectTimeout(AttemptTimeout).
+func mongoPing(ctx context.Context, rawURL string, selection time.Duration) (admin *mongodriver.Database, disconnect func(), err error) {
+	c, err := mongodriver.Connect(options.Client().ApplyURI(rawURL).
+		SetServerSelectionTimeout(selection).SetConnectTimeout(engines.AttemptTimeout).
 		SetRetryReads(false).SetRetryWrites(false))
 	if err != nil {
 		return nil, nil, err
@@ -186,31 +212,31 @@ func slowNotDown(err error) bool {
 
 // Login connects with mongo-driver, authenticating against the URL's
 // auth database, pings admin and asks buildInfo for the server's version.
-// One server check (see mongoSelection), no retried reads; a server that
+// One server check (see selection), no retried reads; a server that
 // answered but whose login outlasted that check gets one more try within
 // the attempt's deadline (slowNotDown).
-func (Mongo) Login(ctx context.Context, rawURL string) (Session, error) {
-	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+func (Engine) Login(ctx context.Context, rawURL string) (engines.Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, engines.AttemptTimeout)
 	defer cancel()
-	s := Session{Client: "mongo-driver"}
-	admin, disconnect, err := mongoPing(ctx, rawURL, mongoSelection)
+	s := engines.Session{Client: "mongo-driver"}
+	admin, disconnect, err := mongoPing(ctx, rawURL, selection)
 	if err != nil && slowNotDown(err) && ctx.Err() == nil {
 		// The server answered but its login did not end within the short
 		// selection timeout, which mongo-driver also applies to a new
 		// connection's checkout (handshake and SCRAM, a PBKDF2 on each
 		// side: slow on a loaded host). One more try with the attempt's
 		// own deadline; a server that is down failed above at once.
-		admin, disconnect, err = mongoPing(ctx, rawURL, AttemptTimeout)
+		admin, disconnect, err = mongoPing(ctx, rawURL, engines.AttemptTimeout)
 	}
 	if err != nil {
-		return s, loginError("mongo", rawURL, err)
+		return s, engines.LoginError("mongo", rawURL, err)
 	}
 	defer disconnect()
 	var build struct {
 		Version string `bson:"version"`
 	}
 	if err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&build); err != nil {
-		return s, loginError("mongo", rawURL, err)
+		return s, engines.LoginError("mongo", rawURL, err)
 	}
 	s.Server = build.Version
 	return s, nil

@@ -1,4 +1,4 @@
-package sandboxtest
+package postgrestest
 
 import (
 	"context"
@@ -10,10 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/enginetest"
+	"github.com/roboco/sandboxer/engines/postgres"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/lifetime"
+	"github.com/roboco/sandboxer/provision"
 )
 
 // TestRefillWorkers: four workers per core, never fewer than four nor
@@ -95,23 +100,11 @@ func TestNextJob(t *testing.T) {
 // get good databases (the template's seed row in each), not the errors of
 // the clones that failed meanwhile.
 func TestFailedPoolCloneIsNotHandedOut(t *testing.T) {
-	r := testruntimes.Connect(t, "docker")
-	testenv.Image(t, r.Name, "postgres")
-	prefix := "sbt" + testkit.RandomHex(4)
-	sel := labels.For(prefix).Sandboxes()
-	testkit.CleanupLabelled(t, r.RT, sel)
-	t.Cleanup(func() { assert.NoError(t, Close()) })
-	dopts := r.Detect
-	dopts.PingTimeout = 15 * time.Second
-	s, err := sharedServer("postgres", Options{LabelPrefix: prefix, Detect: dopts})
-	require.NoError(t, err)
-	a, err := newPostgresAlloc(s.url)
-	require.NoError(t, err)
-	t.Cleanup(a.close)
+	a := testAlloc(t, sharedServer(t))
 	ctx := testkit.Context(t, 3*time.Minute)
 
 	const pool = 4
-	opts := DBOptions{Pool: pool, Migrations: MigrateFunc(testkit.RandomHex(4), func(ctx context.Context, url string) error {
+	opts := enginetest.Request{Pool: pool, Template: testkit.RandomHex(4), Migrate: func(ctx context.Context, url string) error {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			return err
@@ -119,17 +112,17 @@ func TestFailedPoolCloneIsNotHandedOut(t *testing.T) {
 		defer conn.Close(context.WithoutCancel(ctx))
 		_, err = conn.Exec(ctx, "create table items (marker text); insert into items values ('seed')")
 		return err
-	})}
+	}}
 	var got []string
 	t.Cleanup(func() {
 		for _, name := range got {
-			_ = a.release(context.Background(), name)
+			_ = a.Release(context.Background(), name)
 		}
 	})
 	// good acquires a database and checks it is a clone of the template.
 	good := func(what string) {
 		t.Helper()
-		name, url, err := a.acquire(ctx, opts)
+		name, url, err := a.Acquire(ctx, opts)
 		require.NoError(t, err, "%s: a database", what)
 		got = append(got, name)
 		conn, err := pgx.Connect(ctx, url)
@@ -171,7 +164,7 @@ func TestFailedPoolCloneIsNotHandedOut(t *testing.T) {
 	// The template busy: a session in it.
 	_, err = admin.Exec(ctx, "ALTER DATABASE "+tplID+" WITH ALLOW_CONNECTIONS true")
 	require.NoError(t, err)
-	busyURL, err := withPath(a.admin, tpl.name)
+	busyURL, err := enginetest.WithPath(a.admin, tpl.name)
 	require.NoError(t, err)
 	busy, err := pgx.Connect(ctx, busyURL)
 	require.NoError(t, err)
@@ -199,7 +192,7 @@ func TestFailedPoolCloneIsNotHandedOut(t *testing.T) {
 	// refill fails: it gets the outcome of a clone of its own, now.
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	_, _, err = a.acquire(waitCtx, opts)
+	_, _, err = a.Acquire(waitCtx, opts)
 	require.Error(t, err, "no database while the template is busy")
 	assert.ErrorContains(t, err, "being accessed by other users", "the error of its own clone")
 	assert.NoError(t, waitCtx.Err(), "it did not wait for its deadline")
@@ -210,4 +203,36 @@ func TestFailedPoolCloneIsNotHandedOut(t *testing.T) {
 	for i := range pool + 1 {
 		good(fmt.Sprintf("test %d once the template is free", i+1))
 	}
+}
+
+// sharedServer is the URL of a postgres sandbox on Docker with the
+// shared server's arguments (Kit.SharedArgs), owned by this process as
+// sandboxtest's shared sandboxes are (a janitor leaves it alone while the
+// test runs), removed when t ends.
+func sharedServer(t *testing.T) string {
+	t.Helper()
+	r := testruntimes.Connect(t, "docker")
+	testenv.Image(t, r.Name, "postgres")
+	prefix := "pgt" + testkit.RandomHex(4)
+	testkit.CleanupLabelled(t, r.RT, labels.For(prefix).Sandboxes())
+	owner, err := lifetime.ProcessOwnerLabels(prefix)
+	require.NoError(t, err)
+	name := postgres.Engine{}.Spec().Name
+	p, err := provision.New(r.RT, provision.Options{LabelPrefix: prefix, Labels: owner, Args: map[string][]string{name: Kit{}.SharedArgs()}})
+	require.NoError(t, err)
+	sb, err := p.Provision(testkit.Context(t, 3*time.Minute), "owner", []string{name})
+	require.NoError(t, err)
+	rawURL, ok := sb.Lookup(engines.Default.URLName(name, provision.DefaultEnvPrefix))
+	require.True(t, ok, "the sandbox emits its URL")
+	return rawURL
+}
+
+// testAlloc is the allocator of the server at rawURL, closed when
+// t ends.
+func testAlloc(t *testing.T, rawURL string) *postgresAlloc {
+	t.Helper()
+	a, err := Kit{}.NewAllocator(rawURL)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	return a.(*postgresAlloc)
 }

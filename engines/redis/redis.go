@@ -1,4 +1,13 @@
-package engines
+// Package redis is sandboxer's Redis engine: its container, budget,
+// readiness probe, emitted env and its login with go-redis, which only a
+// program that imports it links. Importing it registers the engine
+// (engines.Register), as importing a database/sql driver does:
+//
+//	import _ "github.com/roboco/sandboxer/engines/redis"
+//
+// Its test kit (fill-to-full, per-test databases, the tests' helpers) is
+// redistest.
+package redis
 
 import (
 	"context"
@@ -9,23 +18,34 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/roboco/sandboxer/engines"
 )
 
-// Redis is Redis with a password and persistence off.
-type Redis struct{}
+func init() { engines.Register(Engine{}) }
+
+// Compile-time proof that redis logs in.
+var _ engines.WireChecker = Engine{}
+
+// Engine is Redis with a password and persistence off.
+type Engine struct{}
+
+// Order is redis's place in the report order: after postgres.
+const Order = 20
 
 // Spec describes the redis engine. The image declares /data a VOLUME; it is
 // a tmpfs so that no anonymous volume is created (with persistence off
 // nothing is written there anyway).
-func (Redis) Spec() Spec {
-	return Spec{
+func (Engine) Spec() engines.Spec {
+	return engines.Spec{
 		Name:         "redis",
 		Short:        "redis",
+		Order:        Order,
 		Image:        "redis:8-alpine",
 		Port:         6379,
 		Tmpfs:        []string{"/data"},
-		Capabilities: dropToServerUser,
+		Capabilities: engines.DropToServerUser(),
 		ReadyTimeout: 15 * time.Second,
 	}
 }
@@ -56,51 +76,51 @@ EOF
 // allocator's fragmentation and the clients' buffers. /data holds nothing
 // with persistence off, and gets 1/32 of the limit; any other VOLUME of
 // img 1/128.
-func (r Redis) Container(cred Credentials, lim Limits, img Image) Container {
-	c := Container{
+func (r Engine) Container(cred engines.Credentials, lim engines.Limits, img engines.Image) engines.Container {
+	c := engines.Container{
 		Env:     map[string]string{redisPasswordEnv: cred.Password},
 		Command: []string{"sh", "-c", redisStart, "redis-server", "--save", "", "--appendonly", "no"},
 		Tmpfs:   map[string]string{"/data": ""},
 	}
 	if lim.MemoryBytes > 0 {
 		c.Command = append(c.Command,
-			"--maxmemory", mb(lim.share(1, 2, mib), "mb"),
+			"--maxmemory", engines.Megabytes(lim.Share(1, 2, engines.MiB), "mb"),
 			"--maxmemory-policy", "noeviction")
-		c.Tmpfs["/data"] = tmpfsSize(lim.share(1, 32, mib))
+		c.Tmpfs["/data"] = engines.TmpfsSize(lim.Share(1, 32, engines.MiB))
 	}
-	c.coverVolumes(img.volumes(r.Spec().Tmpfs), lim.share(1, 128, mib))
+	c.CoverVolumes(img.Volumes(r.Spec().Tmpfs), lim.Share(1, 128, engines.MiB))
 	return c
 }
 
 // Probe pings with the password in REDISCLI_AUTH (not argv) and expects
 // PONG; redis-cli exits 0 on error replies such as NOAUTH or LOADING, so the
 // answer is what counts.
-func (Redis) Probe(ep Endpoint, cred Credentials) []ProbeStep {
-	return []ProbeStep{{
+func (Engine) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.ProbeStep {
+	return []engines.ProbeStep{{
 		Cmd:   []string{"redis-cli", "-h", ep.Host, "-p", strconv.Itoa(ep.Port), "--no-auth-warning", "ping"},
 		Env:   map[string]string{"REDISCLI_AUTH": cred.Password},
-		Check: StdoutIs("PONG"),
+		Check: engines.StdoutIs("PONG"),
 	}}
 }
 
-// RedisUser is the user of the URL Env emits: Redis's default user, whose
+// User is the user of the URL Env emits: Redis's default user, whose
 // password the sandbox sets. Naming it (redis://default:PASSWORD@...)
 // rather than leaving it empty (redis://:PASSWORD@...) is what every
 // client reads alike: redis-cli -u sends AUTH "" PASSWORD for an empty
 // user, and fails.
-const RedisUser = "default"
+const User = "default"
 
 // Env emits <P>_REDIS_HOST, PORT, PASSWORD and URL (database 0, user
-// RedisUser).
-func (Redis) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
+// User).
+func (Engine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials) []engines.EnvVar {
 	u := url.URL{
 		Scheme: "redis",
-		User:   url.UserPassword(RedisUser, cred.Password),
-		Host:   hostPort(ep),
+		User:   url.UserPassword(User, cred.Password),
+		Host:   ep.HostPort(),
 		Path:   "/0",
 	}
 	p := prefix + "_REDIS_"
-	return []EnvVar{
+	return []engines.EnvVar{
 		{Name: p + "HOST", Value: ep.Host},
 		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
 		{Name: p + "PASSWORD", Value: cred.Password, Secret: true},
@@ -111,23 +131,23 @@ func (Redis) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
 // Login connects with go-redis (AUTH with the URL's password), pings, and
 // reads the server's version from INFO server. Retries are off, the
 // dial's included (go-redis dials up to five times by default).
-func (Redis) Login(ctx context.Context, rawURL string) (Session, error) {
-	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+func (Engine) Login(ctx context.Context, rawURL string) (engines.Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, engines.AttemptTimeout)
 	defer cancel()
-	s := Session{Client: "go-redis"}
-	opts, err := redis.ParseURL(rawURL)
+	s := engines.Session{Client: "go-redis"}
+	opts, err := goredis.ParseURL(rawURL)
 	if err != nil {
-		return s, loginError("redis", rawURL, err)
+		return s, engines.LoginError("redis", rawURL, err)
 	}
 	opts.MaxRetries = -1
 	opts.DialerRetries = 1
 	// Dial here, once: a refused dial is then this function's error alone.
 	// go-redis reports each failed dial of its pool through its global
 	// logger, which a caller polling for readiness would fill with noise.
-	d := net.Dialer{Timeout: AttemptTimeout}
+	d := net.Dialer{Timeout: engines.AttemptTimeout}
 	conn, err := d.DialContext(ctx, "tcp", opts.Addr)
 	if err != nil {
-		return s, loginError("redis", rawURL, err)
+		return s, engines.LoginError("redis", rawURL, err)
 	}
 	var handed atomic.Bool
 	defer func() {
@@ -141,18 +161,18 @@ func (Redis) Login(ctx context.Context, rawURL string) (Session, error) {
 		}
 		return d.DialContext(ctx, network, addr)
 	}
-	opts.DialTimeout = AttemptTimeout
-	opts.ReadTimeout = AttemptTimeout
-	opts.WriteTimeout = AttemptTimeout
+	opts.DialTimeout = engines.AttemptTimeout
+	opts.ReadTimeout = engines.AttemptTimeout
+	opts.WriteTimeout = engines.AttemptTimeout
 	opts.ContextTimeoutEnabled = true // ctx's deadline bounds reads and writes
-	c := redis.NewClient(opts)
+	c := goredis.NewClient(opts)
 	defer c.Close()
 	if err := c.Ping(ctx).Err(); err != nil {
-		return s, loginError("redis", rawURL, err)
+		return s, engines.LoginError("redis", rawURL, err)
 	}
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
-		return s, loginError("redis", rawURL, err)
+		return s, engines.LoginError("redis", rawURL, err)
 	}
 	for _, line := range strings.Split(info, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {

@@ -1,4 +1,12 @@
-package engines
+// Package postgres is sandboxer's PostgreSQL engine: its container,
+// budget, readiness probe, emitted env, warm start and its login with
+// pgx. Importing it registers the engine (engines.Register), as importing
+// a database/sql driver does:
+//
+//	import _ "github.com/roboco/sandboxer/engines/postgres"
+//
+// Its test kit (fill-to-full, per-test databases) is postgrestest.
+package postgres
 
 import (
 	"context"
@@ -8,25 +16,46 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/roboco/sandboxer/engines"
 )
 
-// Postgres is PostgreSQL, on the official image's contract
+func init() { engines.Register(Engine{}) }
+
+// Engine is PostgreSQL, on the official image's contract
 // (POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB; first start initialises
 // through a temporary server on the unix socket only).
-type Postgres struct{}
+type Engine struct{}
+
+// Order is postgres's place in the report order: first.
+const Order = 10
 
 // Spec describes the postgres engine. Tmpfs is the layout of the default
 // image (postgres:16-alpine: PGDATA and its VOLUME /var/lib/postgresql/data).
-func (Postgres) Spec() Spec {
-	return Spec{
+func (Engine) Spec() engines.Spec {
+	return engines.Spec{
 		Name:         "postgres",
 		Short:        "pg",
+		Order:        Order,
 		Image:        "postgres:16-alpine",
 		Port:         5432,
 		Tmpfs:        []string{pgDefaultData, pgWAL, pgTablespace},
-		Capabilities: postgresCapabilities,
+		Capabilities: capabilities(),
 		ReadyTimeout: 60 * time.Second,
 	}
+}
+
+// capabilities are what postgres's entrypoint needs (engines.DropToServerUser)
+// and what root needs in postgres's own directories:
+//   - FOWNER: root chmods directories it no longer owns once they are
+//     postgres's (pgStart's chmod of the tablespace after its chown:
+//     without FOWNER the cold start exits 1);
+//   - DAC_OVERRIDE: root reads and writes in PGDATA, postgres's and 0700:
+//     the warm template's capture (`tar -C PGDATA -cf -`, an exec as root:
+//     "Cannot open: Permission denied" without it) and the warm start's
+//     `tar -xp` into it.
+func capabilities() []string {
+	return append([]string{"DAC_OVERRIDE", "FOWNER"}, engines.DropToServerUser()...)
 }
 
 // A sandbox's postgres keeps three places, each on a tmpfs of its own, so
@@ -58,7 +87,7 @@ const (
 
 // pgMinWAL is the smallest max_wal_size/min_wal_size postgres takes (two
 // 16 MB segments).
-const pgMinWAL = 32 * mib
+const pgMinWAL = 32 * engines.MiB
 
 // pgStart is the container's command, run by the image's entrypoint as
 // `sh -c` (as root, the image's user): it hands pgTablespace to postgres
@@ -89,9 +118,9 @@ type pgLayout struct {
 	others []string
 }
 
-func postgresLayout(img Image) pgLayout {
-	l := pgLayout{pgdata: img.env("PGDATA", pgDefaultData)}
-	vols := img.volumes([]string{pgDefaultData})
+func postgresLayout(img engines.Image) pgLayout {
+	l := pgLayout{pgdata: img.Path("PGDATA", pgDefaultData)}
+	vols := img.Volumes([]string{pgDefaultData})
 	if !img.Known {
 		// No image store to ask (Kubernetes): PGDATA is set to the old
 		// default, on a tmpfs of its own. 18's entrypoint refuses a mount
@@ -99,7 +128,7 @@ func postgresLayout(img Image) pgLayout {
 		// default, and a VOLUME is no volume on such a runtime.
 		l.pgdata = pgDefaultData
 	}
-	l.data = volumeHolding(vols, l.pgdata)
+	l.data = engines.VolumeHolding(vols, l.pgdata)
 	if l.data == "" {
 		l.data = l.pgdata
 	}
@@ -130,9 +159,9 @@ func postgresLayout(img Image) pgLayout {
 // Dropped databases give their tmpfs pages back at once (DROP DATABASE
 // unlinks the files), so creating and dropping per-test databases never
 // accumulates.
-func (Postgres) Container(cred Credentials, lim Limits, img Image) Container {
+func (Engine) Container(cred engines.Credentials, lim engines.Limits, img engines.Image) engines.Container {
 	l := postgresLayout(img)
-	c := Container{
+	c := engines.Container{
 		Env: map[string]string{
 			"POSTGRES_USER":          cred.User,
 			"POSTGRES_PASSWORD":      cred.Password,
@@ -154,53 +183,53 @@ func (Postgres) Container(cred Credentials, lim Limits, img Image) Container {
 		Tmpfs: map[string]string{l.data: "", pgWAL: "", pgTablespace: ""},
 	}
 	if lim.MemoryBytes <= 0 {
-		c.coverVolumes(l.others, 0)
+		c.CoverVolumes(l.others, 0)
 		return c
 	}
-	wal := lim.share(3, 16, 3*pgMinWAL)
-	c.Tmpfs[pgTablespace] = tmpfsSize(lim.share(3, 8, 16*mib))
-	c.Tmpfs[l.data] = tmpfsSize(lim.share(1, 16, 48*mib))
-	c.Tmpfs[pgWAL] = tmpfsSize(wal)
-	c.coverVolumes(l.others, lim.share(1, 128, mib))
+	wal := lim.Share(3, 16, 3*pgMinWAL)
+	c.Tmpfs[pgTablespace] = engines.TmpfsSize(lim.Share(3, 8, 16*engines.MiB))
+	c.Tmpfs[l.data] = engines.TmpfsSize(lim.Share(1, 16, 48*engines.MiB))
+	c.Tmpfs[pgWAL] = engines.TmpfsSize(wal)
+	c.CoverVolumes(l.others, lim.Share(1, 128, engines.MiB))
 	c.Command = append(c.Command,
-		"-c", "shared_buffers="+mb(lim.share(1, 16, 16*mib), "MB"),
-		"-c", "maintenance_work_mem="+mb(lim.share(1, 16, 8*mib), "MB"),
-		"-c", "work_mem="+mb(lim.share(1, 128, mib), "MB"),
-		"-c", "max_wal_size="+mb(max(pgMinWAL, wal/4), "MB"),
-		"-c", "min_wal_size="+mb(pgMinWAL, "MB"),
+		"-c", "shared_buffers="+engines.Megabytes(lim.Share(1, 16, 16*engines.MiB), "MB"),
+		"-c", "maintenance_work_mem="+engines.Megabytes(lim.Share(1, 16, 8*engines.MiB), "MB"),
+		"-c", "work_mem="+engines.Megabytes(lim.Share(1, 128, engines.MiB), "MB"),
+		"-c", "max_wal_size="+engines.Megabytes(max(pgMinWAL, wal/4), "MB"),
+		"-c", "min_wal_size="+engines.Megabytes(pgMinWAL, "MB"),
 	)
 	return c
 }
 
 // Probe asks pg_isready over TCP, then logs in with psql and runs a query:
 // pg_isready alone can answer before password authentication works.
-func (Postgres) Probe(ep Endpoint, cred Credentials) []ProbeStep {
+func (Engine) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.ProbeStep {
 	port := strconv.Itoa(ep.Port)
-	return []ProbeStep{
+	return []engines.ProbeStep{
 		{
 			Cmd:   []string{"pg_isready", "-h", ep.Host, "-p", port, "-U", cred.User, "-d", cred.Database, "-t", "2"},
-			Check: ExitZero,
+			Check: engines.ExitZero,
 		},
 		{
 			Cmd: []string{"psql", "-h", ep.Host, "-p", port, "-U", cred.User, "-d", cred.Database,
 				"-w", "-X", "-tA", "-c", "select 1"},
 			Env:   map[string]string{"PGPASSWORD": cred.Password, "PGCONNECT_TIMEOUT": "2"},
-			Check: StdoutIs("1"),
+			Check: engines.StdoutIs("1"),
 		},
 	}
 }
 
 // Env emits <P>_DB_HOST, PORT, USER, PASSWORD, NAME, ADMIN_DB and URL.
-func (Postgres) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
+func (Engine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials) []engines.EnvVar {
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.UserPassword(cred.User, cred.Password),
-		Host:     hostPort(ep),
+		Host:     ep.HostPort(),
 		Path:     "/" + cred.Database,
 		RawQuery: "sslmode=disable",
 	}
 	p := prefix + "_DB_"
-	return []EnvVar{
+	return []engines.EnvVar{
 		{Name: p + "HOST", Value: ep.Host},
 		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
 		{Name: p + "USER", Value: cred.User},
@@ -213,17 +242,17 @@ func (Postgres) Env(prefix string, ep Endpoint, cred Credentials) []EnvVar {
 
 // Login connects with pgx and asks the server's version: a query, so the
 // session is proven past authentication.
-func (Postgres) Login(ctx context.Context, rawURL string) (Session, error) {
-	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+func (Engine) Login(ctx context.Context, rawURL string) (engines.Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, engines.AttemptTimeout)
 	defer cancel()
-	s := Session{Client: "pgx"}
+	s := engines.Session{Client: "pgx"}
 	conn, err := pgx.Connect(ctx, rawURL)
 	if err != nil {
-		return s, loginError("postgres", rawURL, err)
+		return s, engines.LoginError("postgres", rawURL, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if err := conn.QueryRow(ctx, "select current_setting('server_version')").Scan(&s.Server); err != nil {
-		return s, loginError("postgres", rawURL, err)
+		return s, engines.LoginError("postgres", rawURL, err)
 	}
 	return s, nil
 }
