@@ -49,11 +49,13 @@ if [[ -z $mirror ]]; then
 	[[ -n $mirror ]] || mirror=http://deb.debian.org/debian
 fi
 
-# The packages: what the rows need, without recommends (each one listed).
+# The packages: what the rows need, without recommends (each one listed;
+# nftables: netavark in trixie drives the firewall with nft, and rootful
+# Podman fails every network setup without it).
 packages=(
 	systemd systemd-sysv udev dbus dbus-user-session libpam-systemd
 	linux-image-amd64 initramfs-tools kmod
-	iproute2 iptables procps util-linux ca-certificates
+	iproute2 iptables nftables procps util-linux ca-certificates
 	docker.io docker-cli containerd runc
 	podman crun conmon netavark aardvark-dns passt slirp4netns uidmap
 	fuse-overlayfs catatonit containernetworking-plugins

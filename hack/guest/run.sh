@@ -34,6 +34,13 @@
 #   --share DIR        the share (default build/guest/<row>); emptied first
 #   --memory MB        guest memory (default 4096)
 #   --keep-binaries    keep the test binaries in the share afterwards
+#   --preload NAMES    comma-separated stand-ins (busybox,redis,...) to load
+#                      into the row's image store before the job, from the
+#                      OCI layouts hack/images.sh cached (an archive each on
+#                      the share), instead of pulls through slirp
+#   --preload-stores S the stores to preload into, blank-separated (default:
+#                      the row's own: docker, podman, podman-rootless or
+#                      containerd)
 #   --job FILE         run FILE in the guest (as root, output in out/job.log)
 #                      instead of test binaries; e.g. hack/guest/smoke.sh
 #
@@ -64,6 +71,8 @@ share=
 memory=4096
 keep=0
 job=
+preload=
+preload_stores=
 pkgs=()
 while (($#)); do
 	case "$1" in
@@ -76,6 +85,8 @@ while (($#)); do
 	--memory) memory=${2:?}; shift 2 ;;
 	--keep-binaries) keep=1; shift ;;
 	--job) job=${2:?--job needs a file}; shift 2 ;;
+	--preload) preload=${2:?--preload needs image names}; shift 2 ;;
+	--preload-stores) preload_stores=${2:?}; shift 2 ;;
 	-h | --help) usage ;;
 	-*) fail "unknown option $1 (--help lists them)" ;;
 	*) pkgs+=("$1"); shift ;;
@@ -87,6 +98,7 @@ if [[ -n $job ]]; then
 else
 	((${#pkgs[@]})) || fail "no package to test (e.g. ./runtime/docker/)"
 fi
+preload_stores=${preload_stores:-$row}
 [[ $deadline =~ ^[0-9]+$ ]] || fail "--deadline wants seconds, not $deadline"
 
 # The row: which daemons the guest waits for before the job, and the
@@ -132,8 +144,8 @@ log "image $img ($(took "$s"))"
 share=${share:-$repo/build/guest/$row}
 mkdir -p "$share"
 share=$(cd "$share" && pwd)
-rm -rf "${share:?}/bin" "$share/out" "$share/job.sh" "$share/deadline" "$share/wait" "$share/env"
-mkdir -p "$share/bin" "$share/out"
+rm -rf "${share:?}/bin" "$share/out" "$share/images" "$share/job.sh" "$share/deadline" "$share/wait" "$share/env" "$share/preload" "$share/preload.sh" "$share/user-job.sh"
+mkdir -p "$share/bin" "$share/out" "$share/images"
 # The guest's job runs as root, but say so plainly: anyone may write logs.
 chmod 0777 "$share/out"
 s=$SECONDS
@@ -148,6 +160,39 @@ for p in "${pkgs[@]+"${pkgs[@]}"}"; do
 done
 ((${#names[@]} == 0)) || log "compiled ${names[*]} ($(took "$s"), $(du -sh "$share/bin" | cut -f1))"
 
+# The preloads: each image's OCI layout as hack/images.sh cached it (the
+# directory named by the ref's tag, the first 12 digits of its input
+# hash), archived with its full ref as the manifest's name (the
+# annotations docker load, podman load and ctr import read), so that the
+# loaded image answers to the ref the tests use.
+layouts=${SANDBOXER_CACHE:-$HOME/.cache/sandboxer}/layouts
+: >"$share/preload"
+IFS=, read -r -a pre <<<"$preload"
+for n in "${pre[@]+"${pre[@]}"}"; do
+	k=${n^^}
+	ref=$(sed -n "s/^SANDBOXER_IMAGE_${k//-/_}=//p" "$images_env")
+	[[ -n $ref ]] || fail "--preload $n: $images_env has no SANDBOXER_IMAGE_${k//-/_}"
+	mapfile -t found < <(find "$layouts" -maxdepth 1 -name "$n-${ref##*:}*" -type d)
+	((${#found[@]} == 1)) || fail "--preload $n: want one layout $layouts/$n-${ref##*:}*, found ${#found[@]} (run make images)"
+	tmp=$(mktemp -d)
+	cp -r "${found[0]}/." "$tmp/"
+	sed -i "s|^\\( *\\)\"mediaType\": \"application/vnd.oci.image.manifest.v1+json\",\$|&\\n\\1\"annotations\": {\"io.containerd.image.name\": \"$ref\", \"org.opencontainers.image.ref.name\": \"$ref\"},|" "$tmp/index.json"
+	grep -qF "\"io.containerd.image.name\": \"$ref\"" "$tmp/index.json" || { rm -rf "$tmp"; fail "--preload $n: could not name the manifest in ${found[0]}/index.json"; }
+	# Docker 26's own store loads only docker-archive's manifest.json (an
+	# OCI layout alone fails with "blobs/json: no such file"): the same
+	# blobs, named once more, config digest first, then the layers, in the
+	# order of the image manifest (imagetool writes it compact: config,
+	# then layers).
+	mdigest=$(grep -o '"digest": *"sha256:[0-9a-f]*"' "$tmp/index.json" | head -n 1 | grep -o '[0-9a-f]\{64\}')
+	mapfile -t digests < <(grep -o '"digest": *"sha256:[0-9a-f]*"' "$tmp/blobs/sha256/$mdigest" | grep -o '[0-9a-f]\{64\}')
+	((${#digests[@]} >= 2)) || { rm -rf "$tmp"; fail "--preload $n: manifest $mdigest names no config and layers"; }
+	layers=$(printf ',"blobs/sha256/%s"' "${digests[@]:1}")
+	printf '[{"Config":"blobs/sha256/%s","RepoTags":["%s"],"Layers":[%s]}]\n' "${digests[0]}" "$ref" "${layers#,}" >"$tmp/manifest.json"
+	tar -C "$tmp" -cf "$share/images/$n.tar" .
+	rm -rf "$tmp"
+	echo "$n $ref" >>"$share/preload"
+done
+
 # 3. The job. The env: the images (only the SANDBOXER_REGISTRY and
 # SANDBOXER_IMAGE_ lines: the host's sockets mean nothing in the guest),
 # then the row's.
@@ -157,8 +202,38 @@ done
 } >"$share/env"
 echo "$deadline" >"$share/deadline"
 echo "$wait_for" >"$share/wait"
+# preload.sh STORE... loads the archives that $share/preload names into
+# each STORE (docker, podman, podman-rootless, containerd), each load
+# bounded and timed in out/test.log.
+cat >"$share/preload.sh" <<'EOF'
+#!/bin/bash
+# Written by hack/guest/run.sh: runs in the guest, as root.
+set -uo pipefail
+share=/mnt/share
+uid=$(id -u sandboxer)
+rc=0
+for store in "$@"; do
+	while read -r name ref; do
+		archive=$share/images/$name.tar
+		s=$(date +%s.%N)
+		case "$store" in
+		docker) timeout 900 docker load -q -i "$archive" ;;
+		podman) timeout 900 podman --url unix:///run/podman/podman.sock load -q -i "$archive" ;;
+		podman-rootless) timeout 900 runuser -u sandboxer -- env -u CONTAINER_HOST XDG_RUNTIME_DIR="/run/user/$uid" podman load -q -i "$archive" ;;
+		containerd) timeout 900 ctr -n "${CONTAINERD_NAMESPACE:-sandboxer}" images import "$archive" ;;
+		*) echo "unknown store $store" ;;
+		esac >>"$share/out/preload.log" 2>&1
+		lrc=$?
+		echo "=== guest: preload $name ($ref) into $store: exit $lrc in $(awk -v s="$s" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')s" | tee -a "$share/out/test.log"
+		[ "$lrc" = 0 ] || rc=1
+	done <"$share/preload"
+done
+exit "$rc"
+EOF
 if [[ -n $job ]]; then
-	cp "$job" "$share/job.sh"
+	cp "$job" "$share/user-job.sh"
+	printf '#!/bin/bash\n# Written by hack/guest/run.sh: the preloads, then %s.\nbash /mnt/share/preload.sh %s || exit 1\nexec bash /mnt/share/user-job.sh\n' \
+		"$job" "$preload_stores" >"$share/job.sh"
 else
 	{
 	cat <<'EOF'
@@ -174,6 +249,7 @@ set +a
 rc=0
 EOF
 	printf 'run_re=%q\ntest_timeout=%q\n' "$run_re" "$test_timeout"
+	printf 'bash /mnt/share/preload.sh %s || rc=1\n' "$preload_stores"
 	cat <<'EOF'
 for bin in "$share"/bin/*.test; do
 	name=$(basename "$bin" .test)
