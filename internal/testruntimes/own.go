@@ -71,9 +71,23 @@ type OwnState struct {
 func (r Runtime) OwnInspect(t testing.TB, ctx context.Context, name string) []byte {
 	t.Helper()
 	if r.RT.Name() == containerd.Name {
-		return r.Own(t, ctx, "containers", "info", name)
+		return r.Own(t, ctx, "containers", "info", r.ctrID(t, ctx, name))
 	}
 	return r.Own(t, ctx, "inspect", name)
+}
+
+// ctrID is the containerd ID of the container ref names, as ctr finds it:
+// the one container whose nerdctl/name label is ref (the adapter's IDs are
+// random), else ref itself (an ID, or a container made when the ID was
+// the name).
+func (r Runtime) ctrID(t testing.TB, ctx context.Context, ref string) string {
+	t.Helper()
+	ids := strings.Fields(string(r.Own(t, ctx, "containers", "ls", "-q", `labels."`+containerd.NerdctlNameLabel+`"==`+ref)))
+	require.LessOrEqual(t, len(ids), 1, "ctr lists %d containers named %s: %v", len(ids), ref, ids)
+	if len(ids) == 1 {
+		return ids[0]
+	}
+	return ref
 }
 
 // OwnStateOf reads a container's state with the runtime's own tools.
@@ -88,8 +102,9 @@ func (r Runtime) OwnStateOf(t testing.TB, ctx context.Context, name string) OwnS
 		return OwnState{Running: got[0].State.Running, OOMKilled: got[0].State.OOMKilled}
 	}
 	var st OwnState
+	id := r.ctrID(t, ctx, name)
 	for _, line := range strings.Split(string(r.Own(t, ctx, "tasks", "ls")), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == name {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == id {
 			st.Running = f[2] == "RUNNING"
 		}
 	}
@@ -100,7 +115,7 @@ func (r Runtime) OwnStateOf(t testing.TB, ctx context.Context, name string) OwnS
 			} `json:"linux"`
 		} `json:"Spec"`
 	}
-	require.NoError(t, json.Unmarshal(r.OwnInspect(t, ctx, name), &info))
+	require.NoError(t, json.Unmarshal(r.Own(t, ctx, "containers", "info", id), &info))
 	st.OOMKilled = cgroupOOMKills(t, info.Spec.Linux.CgroupsPath) > 0
 	return st
 }
@@ -142,7 +157,7 @@ func (r Runtime) OwnPIDs(t testing.TB, ctx context.Context, name string) []strin
 	case podman.Name:
 		out = r.Own(t, ctx, "top", name, "hpid")
 	default:
-		out = r.Own(t, ctx, "tasks", "ps", name)
+		out = r.Own(t, ctx, "tasks", "ps", r.ctrID(t, ctx, name))
 	}
 	var pids []string
 	for _, line := range strings.Split(string(out), "\n") {
