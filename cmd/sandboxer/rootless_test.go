@@ -88,6 +88,12 @@ func newRootlessCLI(t *testing.T, services ...string) (*cli, *rootlessUser) {
 	r := testruntimes.Connect(t, testenv.PodmanRootless)
 	u := &rootlessUser{name: name, home: acct.HomeDir, uid: acct.Uid, gid: acct.Gid, binary: userBinary(t)}
 	c := &cli{t: t, rt: r.RT, prefix: "h16" + testkit.RandomHex(4), user: u}
+	// The user's environment is its own, not the test's: TestMain's ping
+	// timeout (a slow first answer under the suite's load is load, not a
+	// runtime that is gone) is handed over as the other tests get it.
+	if v := os.Getenv(envPingTimeout); v != "" {
+		c.env = append(c.env, envPingTimeout+"="+v)
+	}
 	for _, s := range services {
 		c.env = append(c.env, "SANDBOXER_IMAGE_"+strings.ToUpper(s)+"="+testkit.Image(t, r.RT, s))
 	}
