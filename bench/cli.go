@@ -79,6 +79,8 @@ func (s *Suite) cliRound(ctx context.Context, r int) {
 // provisioner's spec describes it, and polls a real client login; the
 // password goes through a 0600 env file, never argv.
 func (s *Suite) ownCLIRun(ctx context.Context, engine string, r int) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, cliCallTimeout)
+	defer cancel()
 	e, _ := s.Registry.Lookup(engine)
 	cred, err := engines.NewCredentials()
 	if err != nil {
@@ -120,13 +122,17 @@ func (s *Suite) ownCLIRun(ctx context.Context, engine string, r int) (time.Durat
 // it printed, and tears the sandbox down with `sandboxer down` (not
 // timed).
 func (s *Suite) cliUp(ctx context.Context, engine string, r int) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, cliCallTimeout)
+	defer cancel()
 	e, _ := s.Registry.Lookup(engine)
 	owner := fmt.Sprintf("cli%d-%s", r, ids.Hex(2))
 	global := []string{"--label-prefix", s.prefix, "--quiet", "--image", engine + "=" + s.Images[engine]}
 	start := time.Now()
 	out, err := s.command(ctx, s.CLI, append(global, "up", "--owner", owner, "--services", engine, "--format", "json")...).Output()
 	defer func() {
-		if derr := s.command(context.WithoutCancel(ctx), s.CLI, append(global, "down", "--owner", owner)...).Run(); derr != nil {
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), cliCallTimeout)
+		defer dcancel()
+		if derr := s.command(dctx, s.CLI, append(global, "down", "--owner", owner)...).Run(); derr != nil {
 			s.fail("sandboxer down "+owner, exitError(derr))
 		}
 	}()
@@ -156,6 +162,10 @@ func (s *Suite) command(ctx context.Context, argv []string, args ...string) *exe
 
 // cliTimeout bounds how long a CLI process may outlive its context.
 const cliTimeout = 5 * time.Second
+
+// cliCallTimeout bounds one measurement of the CLI part (a run or an up,
+// and the login after it), so that a hung CLI never stalls the bench.
+const cliCallTimeout = 3 * time.Minute
 
 // runArgs is `run -d` for spec in the flags docker and podman share,
 // published on 127.0.0.1:port, its env read from envFile.
