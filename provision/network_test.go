@@ -295,3 +295,90 @@ func TestARuntimeThatCannotListNetworksReusesByName(t *testing.T) {
 	require.NoError(t, err, "the second call reuses the network")
 	assert.Len(t, w.owned("roboco-agent-u1"), 2)
 }
+
+// TestALosingCallLeavesTheNetworkToASiblingInFlight: call A makes the
+// owner's network and fails; call B of the same owner found the network
+// made and runs its sandbox only after A has rolled back. A's rollback
+// must not remove the network B is about to join (B would find it gone
+// and have to make it again): the last of the owner's overlapping calls
+// to leave decides, and B's sandbox then keeps it.
+func TestALosingCallLeavesTheNetworkToASiblingInFlight(t *testing.T) {
+	w := newWorld(t)
+	name := provision.OwnerNetworkName("roboco-agent-f1")
+	bRuns := make(chan struct{})
+	aDone := make(chan struct{})
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb != fakeruntime.VerbRun {
+			return nil
+		}
+		switch c.Object {
+		case "roboco-sandbox-redis-f1": // A's: fails once B is about to run
+			select {
+			case <-bRuns:
+				return errors.New("boom")
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case "roboco-sandbox-pg-f1": // B's: runs after A returned
+			close(bRuns)
+			select {
+			case <-aDone:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	p := w.provisioner(w.options())
+	ctx := ctxT(t)
+	var aErr error
+	go func() {
+		defer close(aDone)
+		_, aErr = p.Provision(ctx, "f1", []string{"redis"})
+	}()
+	// B starts once A has made the network.
+	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbCreateNetwork) == 1 }, 10*time.Second, time.Millisecond)
+	sb, err := p.Provision(ctx, "f1", []string{"postgres"})
+	<-aDone
+	require.Error(t, aErr, "A's run failed")
+	require.NoError(t, err, "B")
+	assert.Zero(t, w.fake.Calls(fakeruntime.VerbRemoveNetwork), "B joined the network A made: A's rollback did not remove it")
+	assert.Equal(t, 2, w.fake.Calls(fakeruntime.VerbCreateNetwork), "A made it, B found it made: nobody made it again")
+	assert.Contains(t, w.networks(), name)
+	assert.Equal(t, []string{name}, keysOf(w.named(sb.Containers[0].Name).Networks))
+}
+
+// TestTheLastLosingCallRemovesTheNetwork: two overlapping calls of one
+// owner both fail; the network the first made goes with the last one out.
+func TestTheLastLosingCallRemovesTheNetwork(t *testing.T) {
+	w := newWorld(t)
+	bRuns := make(chan struct{})
+	aDone := make(chan struct{})
+	w.fake.OnCall(func(ctx context.Context, c fakeruntime.Call) error {
+		if c.Verb != fakeruntime.VerbRun {
+			return nil
+		}
+		switch c.Object {
+		case "roboco-sandbox-redis-f2":
+			<-bRuns
+			return errors.New("boom A")
+		case "roboco-sandbox-pg-f2":
+			close(bRuns)
+			<-aDone
+			return errors.New("boom B")
+		}
+		return nil
+	})
+	p := w.provisioner(w.options())
+	ctx := ctxT(t)
+	go func() {
+		defer close(aDone)
+		_, _ = p.Provision(ctx, "f2", []string{"redis"})
+	}()
+	require.Eventually(t, func() bool { return w.fake.Calls(fakeruntime.VerbCreateNetwork) == 1 }, 10*time.Second, time.Millisecond)
+	_, err := p.Provision(ctx, "f2", []string{"postgres"})
+	require.Error(t, err)
+	assert.Empty(t, w.owned("roboco-agent-f2"))
+	assert.Empty(t, w.networks(), "the last call out removed the network the first made")
+}

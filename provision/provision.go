@@ -55,6 +55,8 @@ type Provisioner struct {
 	// pulls): Run pulls, so its deadline includes the pull timeout, and
 	// warm start is off on it.
 	images runtime.ImageStore
+	// flights counts each owner's calls in flight (see flights).
+	flights flights
 }
 
 // New returns a Provisioner for rt. It checks opts (Options.Validate: an
@@ -160,6 +162,7 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 
 	g, gctx := errgroup.WithContext(ctx)
 	if p.ownsNetwork() {
+		p.flights.enter(c.owner)
 		// The owner's network is made while the images are checked: the
 		// services need it only when they run.
 		c.net = &ownerNet{name: OwnerNetworkName(c.owner), ready: make(chan struct{})}
@@ -192,6 +195,10 @@ func (p *Provisioner) Provision(ctx context.Context, ownerID string, services []
 			err = errors.Join(c.redact.Error(err), rbErr)
 		}
 		return Sandbox{}, err
+	}
+	if c.net != nil {
+		// Its sandboxes run: the network stays with them.
+		p.flights.leave(c.owner, c.net.made)
 	}
 
 	sb := Sandbox{OwnerID: ownerID, Owner: c.owner, Network: p.joined(c), call: c.id}
@@ -769,12 +776,17 @@ func (p *Provisioner) rollback(ctx context.Context, c *call, svcs []*service) er
 		}
 	}
 	var netErr error
-	if c.net != nil && listErr == nil && err == nil && c.net.made {
-		// The network this call made goes with the owner's last sandbox
-		// (another call of the owner's may have joined it meanwhile). The
-		// errgroup is done: c.net.made is final.
-		if netErr = p.removeIfLast(ctx, c.owner); netErr != nil {
-			netErr = fmt.Errorf("rollback %s: %w", c.owner, netErr)
+	if c.net != nil {
+		// The network goes with the owner's last sandbox, removed by the
+		// last of the owner's overlapping calls to leave if one of them
+		// made it (a sibling may be about to join it; another call may
+		// have joined it meanwhile). The errgroup is done: c.net.made is
+		// final.
+		last := p.flights.leave(c.owner, c.net.made)
+		if last && listErr == nil && err == nil {
+			if netErr = p.removeIfLast(ctx, c.owner); netErr != nil {
+				netErr = fmt.Errorf("rollback %s: %w", c.owner, netErr)
+			}
 		}
 	}
 	return errors.Join(listErr, err, netErr)

@@ -29,26 +29,26 @@ func (r *Runtime) Inspect(ctx context.Context, ref string) (runtime.Container, e
 }
 
 // getPod finds a pod by UID or by name, as Docker reads a reference: an
-// ID first (a ref shaped like a UID: one list of the namespace, since the
-// API has no look-up by UID, and no cache of names by UID to go stale),
-// then a name (one get). A pod's UID is chosen by the API server and never
-// reused, so the pod found by a UID is that pod or none. An error is
-// translated for op.
+// ID first, then a name (one get). A UID the adapter has seen (it made,
+// listed or read the pod) costs one get by the pod's remembered name,
+// the pod being that UID's only if its UID still matches; a UID it never
+// saw costs one list of the namespace, since the API has no look-up by
+// UID. A pod's UID is chosen by the API server and never reused, so the
+// pod found by a UID is that pod or none. An error is translated for op.
 func (r *Runtime) getPod(ctx context.Context, op, ref string) (*corev1.Pod, error) {
 	if _, err := uuid.Parse(ref); err == nil {
-		list, err := r.cs.CoreV1().Pods(r.namespace).List(ctx, metav1.ListOptions{})
+		p, err := r.podByUID(ctx, ref)
 		if err != nil {
 			return nil, r.wrap(op, ref, err)
 		}
-		for i := range list.Items {
-			if string(list.Items[i].UID) == ref {
-				return &list.Items[i], nil
-			}
+		if p != nil {
+			return p, nil
 		}
 	}
 	if len(validation.IsDNS1123Subdomain(ref)) == 0 {
 		p, err := r.cs.CoreV1().Pods(r.namespace).Get(ctx, ref, metav1.GetOptions{})
 		if err == nil {
+			r.names.remember(p)
 			return p, nil
 		}
 		if !apierrors.IsNotFound(err) {
@@ -56,6 +56,38 @@ func (r *Runtime) getPod(ctx context.Context, op, ref string) (*corev1.Pod, erro
 		}
 	}
 	return nil, r.wrap(op, ref, adapterkit.WithKind(runtime.ErrNotFound, "no pod %s in namespace %s", ref, r.namespace))
+}
+
+// podByUID is the pod whose UID is uid, or nil if there is none: one get
+// by its remembered name, else one list of the namespace.
+func (r *Runtime) podByUID(ctx context.Context, uid string) (*corev1.Pod, error) {
+	pods := r.cs.CoreV1().Pods(r.namespace)
+	if name, ok := r.names.name(uid); ok {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		case string(p.UID) == uid:
+			return p, nil
+		default:
+			return nil, nil // a newer pod under the name: uid's is gone
+		}
+	}
+	list, err := pods.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		r.names.remember(&list.Items[i])
+	}
+	for i := range list.Items {
+		if string(list.Items[i].UID) == uid {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // List returns the pods of the namespace whose labels (as the caller set
@@ -105,6 +137,9 @@ func (r *Runtime) listPods(ctx context.Context, selector map[string]string) ([]c
 	list, err := r.cs.CoreV1().Pods(r.namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(set).String()})
 	if err != nil {
 		return nil, err
+	}
+	for i := range list.Items {
+		r.names.remember(&list.Items[i])
 	}
 	return list.Items, nil
 }

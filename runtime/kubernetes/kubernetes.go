@@ -39,9 +39,11 @@
 //     reason.
 //   - Container.ID is the pod's UID (chosen by the API server, never
 //     reused: a newer pod under a name has another); names and UIDs are
-//     both accepted by every verb, a UID first (one list of the
-//     namespace: the API has no look-up by UID, and the adapter keeps no
-//     cache that could go stale), then a name (one get). A pod is deleted
+//     both accepted by every verb, a UID first, then a name (one get). A
+//     UID the adapter made, listed or read costs one get by the pod's
+//     remembered name (a name never changes and a UID is never reused, so
+//     the memo cannot go stale); one it never saw costs one list of the
+//     namespace, since the API has no look-up by UID. A pod is deleted
 //     with its UID as the delete's precondition, so a verb given a UID
 //     acts on that pod or none.
 //   - State: Pending is created, Running is running (exited once its
@@ -145,6 +147,8 @@ type Runtime struct {
 	startTimeout time.Duration
 	// probeImage is the image of Diagnose's NetworkPolicy probe.
 	probeImage string
+	// names remembers pods' names by UID (see uidNames).
+	names uidNames
 }
 
 type options struct {

@@ -83,6 +83,7 @@ func (r *Runtime) make(ctx context.Context, op string, spec runtime.RunSpec, cre
 			return nil, r.wrap(op, spec.Name, fmt.Errorf("env secret: %w", err))
 		}
 	}
+	r.names.remember(pod)
 	return pod, nil
 }
 
