@@ -218,6 +218,10 @@ func WithHostPortRange(first, last int) Option {
 // slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l } }
 
+// WithPingTimeout bounds the first contact with the daemon (default
+// 1.5 s): a daemon on a slow host may need more.
+func WithPingTimeout(d time.Duration) Option { return func(o *options) { o.PingTimeout = d } }
+
 // New returns a Runtime for the address and namespace chosen by the options
 // or the environment. It does not contact the daemon: a daemon that is down
 // is reported by Version and by every verb as runtime.ErrUnavailable.
@@ -256,7 +260,7 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	c, err := client.New(address,
 		client.WithDefaultNamespace(o.namespace),
-		client.WithTimeout(pingTimeout))
+		client.WithTimeout(o.Ping(pingTimeout)))
 	if err != nil {
 		return nil, runtime.NewError(Name, runtime.OpConnect, address, runtime.ErrUnavailable, err)
 	}
@@ -271,7 +275,7 @@ func New(opts ...Option) (*Runtime, error) {
 		portRange:   ports,
 		snapshotter: defaults.DefaultSnapshotter,
 		log:         o.Logger,
-		pingTimeout: pingTimeout,
+		pingTimeout: o.Ping(pingTimeout),
 	}, nil
 }
 

@@ -11,7 +11,7 @@ import (
 // imports this package can detect and use containerd.
 func init() {
 	detect.Register(Name, func(c detect.Candidate, o detect.ConnectOptions) (runtime.ContainerRuntime, error) {
-		opts := []Option{WithAddress(strings.TrimPrefix(c.Endpoint, "unix://")), WithLogger(o.Logger)}
+		opts := []Option{WithAddress(strings.TrimPrefix(c.Endpoint, "unix://")), WithLogger(o.Logger), WithPingTimeout(o.PingTimeout)}
 		if c.Namespace != "" {
 			opts = append(opts, WithNamespace(c.Namespace))
 		}

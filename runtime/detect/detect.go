@@ -269,7 +269,10 @@ type Options struct {
 	// All pings every candidate, even after one answered (for doctor). The
 	// first that answered is still the one chosen.
 	All bool
-	// PingTimeout bounds each ping (default DefaultPingTimeout).
+	// PingTimeout bounds each ping (default DefaultPingTimeout), and is
+	// the default Connect's adapters' own bound on their first contact
+	// (their WithPingTimeout), which would otherwise be shorter for
+	// Podman and containerd (1.5 s).
 	PingTimeout time.Duration
 	// Logger receives one debug line per candidate (default: none) and is
 	// handed to the adapters.
@@ -319,14 +322,16 @@ func (o Options) withDefaults() Options {
 			o.linked = func(string) bool { return true }
 		}
 	}
-	if o.Connect == nil {
-		unenforced := o.UnenforcedLimits
-		o.Connect = func(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error) {
-			return connect(c, ConnectOptions{Logger: logger, UnenforcedLimits: unenforced})
-		}
-	}
 	if o.PingTimeout <= 0 {
 		o.PingTimeout = DefaultPingTimeout
+	}
+	if o.Connect == nil {
+		co := ConnectOptions{UnenforcedLimits: o.UnenforcedLimits, PingTimeout: o.PingTimeout}
+		o.Connect = func(c Candidate, logger *slog.Logger) (runtime.ContainerRuntime, error) {
+			co := co
+			co.Logger = logger
+			return connect(c, co)
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

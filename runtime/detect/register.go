@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -30,6 +31,10 @@ type ConnectOptions struct {
 	// enforce limits may run without them, with a warning, instead of
 	// refusing; the others ignore it.
 	UnenforcedLimits bool
+	// PingTimeout is Options.PingTimeout: the adapter's own bound on its
+	// first contact (WithPingTimeout) is the one detection waits for, so
+	// that a slow service is not cut short by an adapter's default.
+	PingTimeout time.Duration
 }
 
 // Driver makes the runtime for a candidate of its runtime without

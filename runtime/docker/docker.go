@@ -110,6 +110,10 @@ func WithHost(host string) Option { return func(o *options) { o.Host = host } }
 // (default 1 s). It does not bound requests, which follow their context.
 func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.DialTimeout = d } }
 
+// WithPingTimeout bounds the API version negotiation, the first contact
+// with the daemon (default 10 s).
+func WithPingTimeout(d time.Duration) Option { return func(o *options) { o.PingTimeout = d } }
+
 // WithLogger sets the logger for daemon warnings and best-effort clean-ups
 // (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l } }
@@ -143,7 +147,7 @@ func New(opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, adapterkit.ConnectError(Name, host, err)
 	}
-	return &Runtime{cli: cli, endpoint: host, log: o.Logger, pingTimeout: pingTimeout}, nil
+	return &Runtime{cli: cli, endpoint: host, log: o.Logger, pingTimeout: o.Ping(pingTimeout)}, nil
 }
 
 // Name returns "docker".

@@ -9,6 +9,6 @@ import (
 // imports this package can detect and use Docker.
 func init() {
 	detect.Register(Name, func(c detect.Candidate, o detect.ConnectOptions) (runtime.ContainerRuntime, error) {
-		return New(WithHost(c.Endpoint), WithLogger(o.Logger))
+		return New(WithHost(c.Endpoint), WithLogger(o.Logger), WithPingTimeout(o.PingTimeout))
 	})
 }

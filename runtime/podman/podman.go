@@ -124,7 +124,7 @@ type Runtime struct {
 	endpoint string
 	opts     options
 
-	// pingTimeout is defaultPingTimeout; tests shorten it.
+	// pingTimeout is WithPingTimeout's, else defaultPingTimeout.
 	pingTimeout time.Duration
 	// beforeStart, when set (by tests), runs before each start of Run
 	// with the attempt (from 1) and the created container's ID; an error
@@ -177,6 +177,11 @@ func WithHost(host string) Option { return func(o *options) { o.Host = host } }
 // (default 1 s). It does not bound requests, which follow their context.
 func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.DialTimeout = d } }
 
+// WithPingTimeout bounds the first ping of the service (default 1.5 s; an
+// ssh:// endpoint's is at least 15 s): a socket-activated service that
+// starts on the first connection on a slow host needs more.
+func WithPingTimeout(d time.Duration) Option { return func(o *options) { o.PingTimeout = d } }
+
 // WithLogger sets the logger for service warnings, clamped rlimits and
 // best-effort clean-ups (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.Logger = l } }
@@ -222,7 +227,7 @@ func New(opts ...Option) (*Runtime, error) {
 	if o.lifetime < 0 {
 		return nil, adapterkit.Fail(Name, host, runtime.OpConnect, host, nil, fmt.Errorf("negative lifetime %s", o.lifetime))
 	}
-	return &Runtime{endpoint: host, opts: o, pingTimeout: defaultPingTimeout}, nil
+	return &Runtime{endpoint: host, opts: o, pingTimeout: o.Ping(defaultPingTimeout)}, nil
 }
 
 // defaultEndpoint is the rootful socket when it exists (or when running as

@@ -25,13 +25,12 @@ func TestUnreachableEndpoint(t *testing.T) {
 			t.Setenv("CONTAINER_HOST", "")
 			opts = append(opts, WithHost(host))
 		}
-		r, err := New(opts...)
-		require.NoError(t, err, "New must not contact the service")
-		assert.Contains(t, r.Endpoint(), filepath.Base(host))
 		// A service that accepts but never answers costs the ping
 		// timeout on every verb: TestHungServiceWithin2s proves the
 		// default; here it is shortened to keep the test quick.
-		r.pingTimeout = 250 * time.Millisecond
+		r, err := New(append(opts, WithPingTimeout(250*time.Millisecond))...)
+		require.NoError(t, err, "New must not contact the service")
+		assert.Contains(t, r.Endpoint(), filepath.Base(host))
 		return r
 	}
 	adaptertest.Unreachable(t, open,
@@ -113,4 +112,18 @@ func TestDefaultEndpoint(t *testing.T) {
 			assert.Equal(t, tc.want, r.Endpoint())
 		})
 	}
+}
+
+// TestPingTimeoutOption: WithPingTimeout is the bound the first ping waits
+// for, longer than the default as well as shorter (a socket-activated
+// service starting on a slow host), and the error says which it was.
+func TestPingTimeoutOption(t *testing.T) {
+	host := adaptertest.Hung(t, "unix")
+	r, err := New(WithHost(host), WithPingTimeout(2500*time.Millisecond))
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = r.Version(context.Background())
+	require.ErrorIs(t, err, runtime.ErrUnavailable)
+	assert.Contains(t, err.Error(), "within 2.5s")
+	assert.GreaterOrEqual(t, time.Since(start), 2500*time.Millisecond, "it waited the whole ping timeout, past the default 1.5 s")
 }

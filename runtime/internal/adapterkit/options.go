@@ -28,6 +28,20 @@ type Settings struct {
 	DialTimeout time.Duration
 	// Logger receives backend warnings and best-effort clean-ups.
 	Logger *slog.Logger
+	// PingTimeout bounds the first contact with the backend (0: the
+	// adapter's default), so that an endpoint that accepts connections
+	// but does not answer fails within it. A socket-activated service
+	// that starts on the first connection (Debian's podman.socket) on a
+	// slow host needs more than the default.
+	PingTimeout time.Duration
+}
+
+// Ping is s.PingTimeout, or def when none was asked for.
+func (s Settings) Ping(def time.Duration) time.Duration {
+	if s.PingTimeout > 0 {
+		return s.PingTimeout
+	}
+	return def
 }
 
 // DefaultSettings are what every adapter starts from before its options:
