@@ -204,7 +204,7 @@ func (r *Runtime) start(ctx context.Context, op, obj string, c client.Container,
 	}
 	att, err := r.attach(ctx, id, task.Pid(), def, rec.Ports)
 	if err != nil {
-		return r.wrap(op, obj, err)
+		return r.wrap(op, obj, r.diedStarting(ctx, id, task, err))
 	}
 	if testHookAttached != nil {
 		testHookAttached(id)
@@ -227,6 +227,21 @@ func (r *Runtime) start(ctx context.Context, op, obj string, c client.Container,
 		return r.wrap(op, obj, fmt.Errorf("start task: %w", err))
 	}
 	return nil
+}
+
+// diedStarting explains a failure to join the network of a task that
+// died before it started: its init process (runc's, which cgroup v2
+// charges to the container) was OOM-killed under a memory limit too small
+// for it, or exited. err (the netns that was gone) is kept as the cause.
+func (r *Runtime) diedStarting(ctx context.Context, id string, task client.Task, err error) error {
+	st, serr := task.Status(ctx)
+	if serr != nil || st.Status != client.Stopped {
+		return err
+	}
+	if r.oomKilled(ctx, []string{id})[id] {
+		return fmt.Errorf("killed while starting: out of memory under its memory limit, before its process ran (the runtime's own start-up counts against it on cgroup v2: raise the limit): %w", err)
+	}
+	return fmt.Errorf("exited while starting (status %d), before its process ran: %w", st.ExitStatus, err)
 }
 
 // testHookAttached, when set (by tests only), runs once a task joined its
