@@ -153,6 +153,9 @@ type service struct {
 	// mean that resource limits are dropped.
 	rootless bool
 	cgroupV1 bool
+	// controllers are the cgroup v2 controllers the service may use (a
+	// rootless one's: those delegated to its user); nil when unknown.
+	controllers []string
 	// info is the report the ping read, which the first Version reports
 	// rather than asking again.
 	info infoReport

@@ -145,17 +145,46 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 
 // checkEnforceable refuses limits that the service is known to drop:
 // rootless Podman on cgroup v1 ignores memory, CPU and pids limits with
-// nothing but a warning.
+// nothing but a warning, and on cgroup v2 it can enforce only those whose
+// controller was delegated to its user (systemd delegates memory and pids
+// by default, cpu and io only where Delegate= says so).
 func (r *Runtime) checkEnforceable(ctx context.Context, svc *service, spec runtime.RunSpec) error {
-	if !svc.rootless || !svc.cgroupV1 || (spec.MemoryBytes == 0 && spec.CPUs == 0 && spec.PidsLimit == 0) {
+	if !svc.rootless || (spec.MemoryBytes == 0 && spec.CPUs == 0 && spec.PidsLimit == 0) {
 		return nil
 	}
-	err := errors.New("rootless Podman on cgroup v1 cannot enforce memory, CPU or pids limits (use cgroup v2, rootful Podman, or WithUnenforcedLimits)")
+	var err error
+	if svc.cgroupV1 {
+		err = errors.New("rootless Podman on cgroup v1 cannot enforce memory, CPU or pids limits (use cgroup v2, rootful Podman, or WithUnenforcedLimits)")
+	} else if missing := missingControllers(svc.controllers, spec); len(missing) > 0 {
+		err = fmt.Errorf("rootless Podman's user has no %s cgroup controller delegated (it has: %s), so the %s limit cannot be enforced (delegate it: systemd's Delegate=%s in user@.service.d; or rootful Podman, or WithUnenforcedLimits)",
+			strings.Join(missing, ", "), strings.Join(svc.controllers, " "), strings.Join(missing, ", "), strings.Join(missing, " "))
+	}
+	if err == nil {
+		return nil
+	}
 	if r.opts.unenforcedLimits {
 		r.opts.Logger.WarnContext(ctx, "podman: limits will not be enforced (WithUnenforcedLimits)", "container", spec.Name, "error", err)
 		return nil
 	}
 	return err
+}
+
+// missingControllers are the cgroup controllers spec's limits need that
+// have (a nil have: unknown) lacks, in the order memory, cpu, pids.
+func missingControllers(have []string, spec runtime.RunSpec) []string {
+	if have == nil {
+		return nil
+	}
+	var missing []string
+	for _, need := range []struct {
+		controller string
+		asked      bool
+	}{{"memory", spec.MemoryBytes > 0}, {"cpu", spec.CPUs > 0}, {"pids", spec.PidsLimit > 0}} {
+		if need.asked && !slices.Contains(have, need.controller) {
+			missing = append(missing, need.controller)
+		}
+	}
+	return missing
 }
 
 // discard force-removes a container that create or run could not

@@ -323,13 +323,18 @@ func TestCheckEnforceable(t *testing.T) {
 		svc     service
 		spec    runtime.RunSpec
 		opts    []Option
-		wantErr bool
+		wantErr string
 	}{
 		{name: "RootfulCgroupV1", svc: service{cgroupV1: true}, spec: limited},
 		{name: "RootlessCgroupV2", svc: service{rootless: true}, spec: limited},
 		{name: "RootlessCgroupV1WithoutLimits", svc: service{rootless: true, cgroupV1: true}, spec: runtime.RunSpec{Image: "i"}},
-		{name: "RootlessCgroupV1WithLimits", svc: service{rootless: true, cgroupV1: true}, spec: limited, wantErr: true},
+		{name: "RootlessCgroupV1WithLimits", svc: service{rootless: true, cgroupV1: true}, spec: limited, wantErr: "rootless Podman on cgroup v1"},
 		{name: "RootlessCgroupV1OptedOut", svc: service{rootless: true, cgroupV1: true}, spec: limited, opts: []Option{WithUnenforcedLimits()}},
+		{name: "RootlessCgroupV2Delegated", svc: service{rootless: true, controllers: []string{"cpu", "memory", "pids"}}, spec: limited},
+		{name: "RootlessCgroupV2MemoryNotDelegated", svc: service{rootless: true, controllers: []string{"cpu", "pids"}}, spec: limited, wantErr: "no memory cgroup controller delegated (it has: cpu pids)"},
+		{name: "RootlessCgroupV2CPUNotDelegated", svc: service{rootless: true, controllers: []string{"memory", "pids"}}, spec: runtime.RunSpec{Image: "i", MemoryBytes: 1 << 20, CPUs: 0.5}, wantErr: "no cpu cgroup controller"},
+		{name: "RootlessCgroupV2NothingDelegatedNoLimits", svc: service{rootless: true, controllers: []string{}}, spec: runtime.RunSpec{Image: "i"}},
+		{name: "RootfulCgroupV2NoControllersListed", svc: service{controllers: []string{}}, spec: limited},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -337,8 +342,8 @@ func TestCheckEnforceable(t *testing.T) {
 			r, err := New(opts...)
 			require.NoError(t, err)
 			err = r.checkEnforceable(t.Context(), &tc.svc, tc.spec)
-			if tc.wantErr {
-				assert.ErrorContains(t, err, "rootless Podman on cgroup v1")
+			if tc.wantErr != "" {
+				assert.ErrorContains(t, err, tc.wantErr)
 			} else {
 				assert.NoError(t, err)
 			}

@@ -52,6 +52,7 @@ func (r *Runtime) ping(ctx context.Context, conn *conn) (*service, error) {
 	svc.info = info
 	svc.rootless = info.Host.Security.Rootless
 	svc.cgroupV1 = strings.TrimPrefix(info.Host.CgroupVersion, "v") == "1"
+	svc.controllers = info.Host.CgroupControllers
 	if conn.uri.Scheme == "unix" {
 		svc.rlimits, err = peerRlimits(ictx, conn.uri.Path)
 		if err != nil {

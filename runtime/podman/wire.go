@@ -279,7 +279,11 @@ type pullReport struct {
 type infoReport struct {
 	Host struct {
 		CgroupVersion string `json:"cgroupVersion"`
-		Security      struct {
+		// CgroupControllers are the controllers the service's cgroup
+		// has (a rootless service's: what was delegated to the user);
+		// nil when the service does not say.
+		CgroupControllers []string `json:"cgroupControllers"`
+		Security          struct {
 			Rootless bool `json:"rootless"`
 		} `json:"security"`
 	} `json:"host"`
