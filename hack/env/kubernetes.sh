@@ -430,9 +430,15 @@ EOF
 
 # cgroup_dirs prints the kubelet's cgroup parent in each cgroup hierarchy
 # (the v1 controllers', and the hybrid layout's unified one, where the
-# kubelet makes its cgroups too).
+# kubelet makes its cgroups too). On a pure cgroup v2 host there is one
+# hierarchy, /sys/fs/cgroup itself: its top-level folders are cgroups, not
+# hierarchies.
 cgroup_dirs() {
 	local d
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		echo "/sys/fs/cgroup/$CGROUP_ROOT"
+		return 0
+	fi
 	for d in /sys/fs/cgroup/*/; do
 		[ -f "$d/cgroup.procs" ] && echo "${d%/}/$CGROUP_ROOT"
 	done
