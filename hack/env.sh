@@ -61,7 +61,12 @@ up() {
 }
 
 down() {
-	local list i rc=0
+	local list i rc=0 pf
+	# A cgroup v2 guest (hack/guest/run.sh) still running, and its shares.
+	for pf in build/run/guest-*.pid; do
+		[ -f "$pf" ] && stop_daemon "$pf" "guest ${pf#build/run/guest-}"
+	done
+	rm -rf build/guest
 	stop_daemon build/run/registry.pid registry
 	read -r -a list <<<"$(runtimes | tr '\n' ' ')"
 	for ((i = ${#list[@]} - 1; i >= 0; i--)); do

@@ -292,6 +292,10 @@ s=$SECONDS
 log "booting the guest (row $row, deadline ${deadline}s; console $console)"
 timeout -k 10 "$((deadline + 600))" "${qemu[@]}" </dev/null >"$share/out/qemu.log" 2>&1 &
 qpid=$!
+# `make env-down` stops a guest still running (timeout passes its TERM to
+# qemu) by this file, and removes build/guest.
+mkdir -p "$repo/build/run"
+echo "$qpid" >"$repo/build/run/guest-$row.pid"
 follow=$share/out/test.log
 [[ -z $job ]] || follow=$share/out/job.log
 touch "$follow"
@@ -299,6 +303,7 @@ tail -n +1 -F "$follow" 2>/dev/null &
 tpid=$!
 qrc=0
 wait "$qpid" || qrc=$?
+rm -f "$repo/build/run/guest-$row.pid"
 # tail is ours (started above): stop it by its PID, after a moment for the
 # last lines.
 sleep 1
