@@ -100,8 +100,15 @@ const (
 	ContainerdSocket = "/run/containerd/containerd.sock"
 )
 
-// DefaultPingTimeout bounds each candidate's ping.
+// DefaultPingTimeout bounds each candidate's first answer.
 const DefaultPingTimeout = 3 * time.Second
+
+// AnsweredGrace is how much longer than the ping timeout a candidate's
+// Version may take in all: once the adapter's first contact (bounded by
+// the ping timeout) has answered, the rest of what it asks (Podman's
+// /info, Docker's version after the negotiation) is slow on a loaded
+// host, not absent.
+const AnsweredGrace = 30 * time.Second
 
 // Runtimes are the names auto-detection tries, which an explicit choice
 // may use too, in no particular order of preference.
@@ -269,10 +276,10 @@ type Options struct {
 	// All pings every candidate, even after one answered (for doctor). The
 	// first that answered is still the one chosen.
 	All bool
-	// PingTimeout bounds each ping (default DefaultPingTimeout), and is
-	// the default Connect's adapters' own bound on their first contact
-	// (their WithPingTimeout), which would otherwise be shorter for
-	// Podman and containerd (1.5 s).
+	// PingTimeout bounds each candidate's first answer (default
+	// DefaultPingTimeout): it is the default Connect's adapters' own
+	// bound on their first contact (their WithPingTimeout), and the
+	// candidate's whole Version has AnsweredGrace more.
 	PingTimeout time.Duration
 	// Logger receives one debug line per candidate (default: none) and is
 	// handed to the adapters.
@@ -527,7 +534,11 @@ func ping(ctx context.Context, opts Options, p *Probe) runtime.ContainerRuntime 
 		p.Status, p.Err = StatusFailed, runtime.RedactEndpointError(p.Endpoint, err)
 		return nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, opts.PingTimeout)
+	// The adapter bounds its first contact by PingTimeout itself (the
+	// default Connect passes it); what a service that answered says of
+	// itself may take longer on a loaded host (rootless Podman's /info
+	// takes seconds), which must not read as "did not answer".
+	pctx, cancel := context.WithTimeout(ctx, opts.PingTimeout+AnsweredGrace)
 	defer cancel()
 	info, err := rt.Version(pctx)
 	if err != nil {

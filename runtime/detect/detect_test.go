@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -436,4 +437,36 @@ func statusesOf(probes []Probe) []Status {
 		out = append(out, p.Status)
 	}
 	return out
+}
+
+// deadlineRT answers Version with nothing but what its context allows.
+type deadlineRT struct {
+	fakeRT
+	left chan time.Duration
+}
+
+func (d deadlineRT) Version(ctx context.Context) (runtime.Info, error) {
+	dl, _ := ctx.Deadline()
+	d.left <- time.Until(dl)
+	return d.fakeRT.Version(ctx)
+}
+
+// TestAnsweredCandidateHasGrace: the ping timeout bounds a candidate's
+// first answer (the adapter's own first contact), not all of Version: a
+// service that answered and is slow to describe itself on a loaded host
+// (rootless Podman's /info) gets AnsweredGrace more, and is not reported
+// as not answering.
+func TestAnsweredCandidateHasGrace(t *testing.T) {
+	w := &world{env: map[string]string{"DOCKER_HOST": "unix:///d.sock"}, answers: []string{"unix:///d.sock"}}
+	o := w.options(Options{PingTimeout: time.Second})
+	left := make(chan time.Duration, 1)
+	o.Connect = func(c Candidate, _ *slog.Logger) (runtime.ContainerRuntime, error) {
+		return deadlineRT{fakeRT: fakeRT{c: c, w: w}, left: left}, nil
+	}
+	sel, err := Detect(context.Background(), o)
+	require.NoError(t, err)
+	defer sel.Runtime.Close()
+	got := <-left
+	assert.Greater(t, got, time.Second+AnsweredGrace-5*time.Second, "Version's deadline is the ping timeout plus the grace")
+	assert.LessOrEqual(t, got, time.Second+AnsweredGrace)
 }

@@ -147,6 +147,9 @@ type Runtime struct {
 	startTimeout time.Duration
 	// probeImage is the image of Diagnose's NetworkPolicy probe.
 	probeImage string
+	// pingTimeout bounds Version (WithPingTimeout; 0: the request
+	// timeout alone).
+	pingTimeout time.Duration
 	// names remembers pods' names by UID (see uidNames).
 	names uidNames
 }
@@ -158,6 +161,7 @@ type options struct {
 	log          *slog.Logger
 	startTimeout time.Duration
 	probeImage   string
+	pingTimeout  time.Duration
 }
 
 // Option configures New.
@@ -178,6 +182,10 @@ func WithNode(node string) Option { return func(o *options) { o.node = node } }
 // WithLogger sets the logger for best-effort clean-ups (default
 // slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithPingTimeout bounds Version, the first contact with the API server
+// (default: the request timeout, 30 s).
+func WithPingTimeout(d time.Duration) Option { return func(o *options) { o.pingTimeout = d } }
 
 // WithStartTimeout bounds how long Run waits for a pod's container to run,
 // the image pull included (default 5 minutes).
@@ -231,7 +239,7 @@ func New(opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, adapterkit.ConnectError(Name, config.Host, err)
 	}
-	return &Runtime{cs: cs, config: config, namespace: ns, node: node, log: o.log, startTimeout: o.startTimeout, probeImage: probeImageOf(o.probeImage)}, nil
+	return &Runtime{cs: cs, config: config, namespace: ns, node: node, log: o.log, startTimeout: o.startTimeout, probeImage: probeImageOf(o.probeImage), pingTimeout: o.pingTimeout}, nil
 }
 
 // Name returns "kubernetes".
@@ -262,6 +270,11 @@ func (r *Runtime) Forms() runtime.Forms {
 // "v1.37.2"). OOM kills are reported: the kubelet records a container's
 // terminated reason OOMKilled.
 func (r *Runtime) Version(ctx context.Context) (runtime.Info, error) {
+	if r.pingTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.pingTimeout)
+		defer cancel()
+	}
 	body, err := r.cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
 		return runtime.Info{}, r.wrap(runtime.OpVersion, r.config.Host, err)

@@ -10,7 +10,7 @@ import (
 // (detect.ExplicitOnly).
 func init() {
 	detect.Register(Name, func(c detect.Candidate, o detect.ConnectOptions) (runtime.ContainerRuntime, error) {
-		opts := []Option{WithKubeconfig(c.Endpoint), WithLogger(o.Logger)}
+		opts := []Option{WithKubeconfig(c.Endpoint), WithLogger(o.Logger), WithPingTimeout(o.PingTimeout)}
 		if c.Namespace != "" {
 			opts = append(opts, WithNamespace(c.Namespace))
 		}
