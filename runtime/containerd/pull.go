@@ -14,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // PullImage fetches ref through the client's resolver (plain HTTP for
@@ -31,7 +32,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.Pr
 	}
 	name, err := normalizeRef(ref)
 	if err != nil {
-		return fail(op, ref, runtime.ErrImageNotFound, "%v", err)
+		return r.wrap(op, ref, adapterkit.WithKind(runtime.ErrImageNotFound, "%v", err))
 	}
 	emit := func(p runtime.PullProgress) {
 		if progress != nil {
