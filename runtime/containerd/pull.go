@@ -14,7 +14,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/roboco/sandboxer/runtime"
-	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // PullImage fetches ref through the client's resolver (plain HTTP for
@@ -32,7 +31,8 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.Pr
 	}
 	name, err := normalizeRef(ref)
 	if err != nil {
-		return r.wrap(op, ref, adapterkit.WithKind(runtime.ErrImageNotFound, "%v", err))
+		// Any failure of a pull is ErrImageNotFound (the translator's rule).
+		return r.wrap(op, ref, err)
 	}
 	emit := func(p runtime.PullProgress) {
 		if progress != nil {
