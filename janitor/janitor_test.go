@@ -201,6 +201,14 @@ func TestSweep(t *testing.T) {
 	grace := janitor.DefaultGrace
 	old := grace + time.Second
 	self, selfErr := lifetime.CurrentProcess()
+	// ownerIn seeds an owner in state with one sandbox out of grace: an
+	// owner that exists, in any state, keeps its sandboxes.
+	ownerIn := func(state runtime.State) func(t *testing.T, w *world) {
+		return func(t *testing.T, w *world) {
+			w.agent("roboco-agent-1", state)
+			w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
+		}
+	}
 
 	tests := []struct {
 		name        string
@@ -250,29 +258,20 @@ func TestSweep(t *testing.T) {
 			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1", "roboco-sandbox-redis-1"},
 		},
 		{
-			name: "PausedOwnerKept",
-			seed: func(t *testing.T, w *world) {
-				w.agent("roboco-agent-1", runtime.StatePaused)
-				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
-			},
+			name:     "PausedOwnerKept",
+			seed:     ownerIn(runtime.StatePaused),
 			wantKept: []string{"roboco-sandbox-pg-1"},
 			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1"},
 		},
 		{
-			name: "ExitedOwnerKeepsItsSandboxes",
-			seed: func(t *testing.T, w *world) {
-				w.agent("roboco-agent-1", runtime.StateExited)
-				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
-			},
+			name:     "ExitedOwnerKeepsItsSandboxes",
+			seed:     ownerIn(runtime.StateExited),
 			wantKept: []string{"roboco-sandbox-pg-1"},
 			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1"},
 		},
 		{
-			name: "CreatedOwnerKeepsItsSandboxes",
-			seed: func(t *testing.T, w *world) {
-				w.agent("roboco-agent-1", runtime.StateCreated)
-				w.sandbox("roboco-sandbox-pg-1", "roboco-agent-1", old, nil)
-			},
+			name:     "CreatedOwnerKeepsItsSandboxes",
+			seed:     ownerIn(runtime.StateCreated),
 			wantKept: []string{"roboco-sandbox-pg-1"},
 			wantLeft: []string{"roboco-agent-1", "roboco-sandbox-pg-1"},
 		},

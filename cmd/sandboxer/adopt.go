@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,11 +11,7 @@ import (
 )
 
 func (a *app) adoptCmd() *cobra.Command {
-	var (
-		owner, template string
-		timeout         time.Duration
-	)
-	cmd := &cobra.Command{
+	return a.ownerCmd(&cobra.Command{
 		Use:   "adopt --owner ID",
 		Short: "Hand an owner's sandboxes to the runtime, to be removed with the owner",
 		Long: `On a runtime that can remove a container together with its owner
@@ -34,38 +28,31 @@ janitor is what removes a gone owner's sandboxes there; that is an error
 (exit 1) only when every runtime looked at is such a runtime.
 
 ` + lookRuleHelp,
-		Args: cobra.NoArgs,
-		RunE: a.command(func(cmd *cobra.Command, _ []string) error {
-			run, err := a.forOwner(cmd, owner, template, timeout, func(ctx context.Context, p *provision.Provisioner) ([]runtime.Container, error) {
-				return p.Adopt(ctx, owner)
-			})
-			if err != nil {
-				return err
-			}
-			// A runtime that cannot adopt is no failure while another one
-			// looked at can: the janitor covers its sandboxes.
-			var unsupported, failed []error
-			for i, err := range run.errs {
-				switch {
-				case errors.Is(err, runtime.ErrUnsupported):
-					unsupported = append(unsupported, err)
-					a.log.Info("adopt: the janitor covers this runtime's sandboxes", "runtime", run.targets[i].label)
-				case err != nil:
-					failed = append(failed, err)
-				}
-			}
-			n := a.printNames("adopted", run.got)
-			a.log.Info("adopt", "owner", run.opts.OwnerName(owner), "adopted", n, "runtimes", len(run.targets))
-			if err := joinErrors(append(failed, run.missing)...); err != nil {
-				return fmt.Errorf("adopt %s: %w", run.opts.OwnerName(owner), err)
-			}
-			if len(unsupported) > 0 && len(unsupported) == len(run.targets) {
-				return fmt.Errorf("adopt %s: %w", run.opts.OwnerName(owner), errors.Join(unsupported...))
-			}
-			return nil
-		}),
+	}, "owner id whose sandboxes to adopt (required)", (*provision.Provisioner).Adopt, a.reportAdopted)
+}
+
+// reportAdopted prints the sandboxes adopted; a runtime that cannot adopt
+// fails the command only when every runtime looked at is one.
+func (a *app) reportAdopted(run *ownerRun, owner string) error {
+	// A runtime that cannot adopt is no failure while another one
+	// looked at can: the janitor covers its sandboxes.
+	var unsupported, failed []error
+	for i, err := range run.errs {
+		switch {
+		case errors.Is(err, runtime.ErrUnsupported):
+			unsupported = append(unsupported, err)
+			a.log.Info("adopt: the janitor covers this runtime's sandboxes", "runtime", run.targets[i].label)
+		case err != nil:
+			failed = append(failed, err)
+		}
 	}
-	ownerFlags(cmd.Flags(), &owner, &template, "owner id whose sandboxes to adopt (required)")
-	timeoutFlag(cmd.Flags(), &timeout)
-	return cmd
+	n := a.printNames("adopted", run.got)
+	a.log.Info("adopt", "owner", run.opts.OwnerName(owner), "adopted", n, "runtimes", len(run.targets))
+	if err := joinErrors(append(failed, run.missing)...); err != nil {
+		return fmt.Errorf("adopt %s: %w", run.opts.OwnerName(owner), err)
+	}
+	if len(unsupported) > 0 && len(unsupported) == len(run.targets) {
+		return fmt.Errorf("adopt %s: %w", run.opts.OwnerName(owner), errors.Join(unsupported...))
+	}
+	return nil
 }

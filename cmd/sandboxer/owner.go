@@ -64,6 +64,34 @@ func (a *app) printNetworks(r *ownerRun) int {
 	return n
 }
 
+// ownerVerb is what an owner command does on one runtime's provisioner,
+// e.g. (*provision.Provisioner).Teardown.
+type ownerVerb func(p *provision.Provisioner, ctx context.Context, owner string) ([]runtime.Container, error)
+
+// ownerCmd completes cmd (its Use and help) as an owner command: the flags
+// --owner (helped by ownerHelp), --owner-template and --timeout, and a body
+// that runs verb on every runtime of the look rule (forOwner), then hands
+// what it did to report.
+func (a *app) ownerCmd(cmd *cobra.Command, ownerHelp string, verb ownerVerb, report func(run *ownerRun, owner string) error) *cobra.Command {
+	var (
+		owner, template string
+		timeout         time.Duration
+	)
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = a.command(func(cmd *cobra.Command, _ []string) error {
+		run, err := a.forOwner(cmd, owner, template, timeout, func(ctx context.Context, p *provision.Provisioner) ([]runtime.Container, error) {
+			return verb(p, ctx, owner)
+		})
+		if err != nil {
+			return err
+		}
+		return report(run, owner)
+	})
+	ownerFlags(cmd.Flags(), &owner, &template, ownerHelp)
+	timeoutFlag(cmd.Flags(), &timeout)
+	return cmd
+}
+
 // forOwner is the body every owner command shares: it checks --owner,
 // --timeout and the provision options (usage errors, before any runtime is
 // contacted), looks at the runtimes of the look rule, and runs do with a

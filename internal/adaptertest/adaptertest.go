@@ -1,9 +1,11 @@
 // Package adaptertest is what the runtime adapters' own tests share on top
-// of internal/testkit (the test vocabulary every test uses): the labels of
-// the containers an adapter test makes, a busybox spec that runs until
-// removed, a slog handler that records what an adapter logged, host-port
-// helpers, and the check that every verb on an unreachable endpoint fails
-// fast with runtime.ErrUnavailable. It is imported only by _test files.
+// of internal/testkit (the test vocabulary every test uses): the runtime
+// of the environment's backend (Connect), the labels of the containers an
+// adapter test makes, a busybox spec that runs until removed and one that
+// asks for every field, a test network, a slog handler that records what
+// an adapter logged, host-port helpers, and the check that every verb on
+// an unreachable endpoint fails fast with runtime.ErrUnavailable. It is
+// imported only by _test files.
 //
 // What is not adapter-specific (random names, fixtures, contexts, ports)
 // lives in testkit, and the adapters' tests call it there.
@@ -14,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
@@ -52,4 +57,22 @@ func Sleeper(image, name string, labels map[string]string) runtime.RunSpec {
 		Labels:  labels,
 		Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 	}
+}
+
+// Connect returns the runtime open makes for the backend of the
+// environment (testenv.Load first), closed when the test ends. A backend
+// that does not answer ends the test through testenv.Unavailable: a skip,
+// or a failure where SANDBOXER_REQUIRE lists it. -short (unit tests only)
+// skips the test.
+func Connect[R runtime.ContainerRuntime](t *testing.T, open func() (R, error)) R {
+	t.Helper()
+	testkit.RequireRuntime(t)
+	testenv.Load()
+	r, err := open()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	if _, err := r.Version(Ctx(t)); err != nil {
+		testenv.Unavailable(t, r.Name(), "%v", err)
+	}
+	return r
 }

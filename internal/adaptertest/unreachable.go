@@ -33,6 +33,18 @@ type Endpoint struct {
 	Env bool
 }
 
+// Place puts addr where ep says the adapter finds it: in the adapter's
+// environment variable env (for the test), and then it returns "", or in
+// an option, and then env is cleared and it returns addr to pass.
+func (ep Endpoint) Place(t *testing.T, env, addr string) (option string) {
+	if ep.Env {
+		t.Setenv(env, addr)
+		return ""
+	}
+	t.Setenv(env, "")
+	return addr
+}
+
 // Open makes the adapter under test for ep at addr, without contacting the
 // backend, and checks what the adapter reports as its endpoint. The
 // runtime is closed when the test ends.

@@ -145,12 +145,18 @@ func Unavailable(t testing.TB, runtime, format string, args ...any) {
 // ends the test via Unavailable when it is not set.
 func Image(t testing.TB, runtime, name string) string {
 	t.Helper()
-	key := "SANDBOXER_IMAGE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-	ref := Getenv(key)
-	if ref == "" {
-		Unavailable(t, runtime, "%s is not set (run `make env`)", key)
+	return setting(t, runtime, "SANDBOXER_IMAGE_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_")), "run `make env`")
+}
+
+// setting returns the variable key, or ends the test via Unavailable
+// (runtime) when it is not set; how tells how to set it.
+func setting(t testing.TB, runtime, key, how string) string {
+	t.Helper()
+	v := Getenv(key)
+	if v == "" {
+		Unavailable(t, runtime, "%s is not set (%s)", key, how)
 	}
-	return ref
+	return v
 }
 
 // The podman-rootless row: the same adapter as the podman row, talking to
@@ -171,11 +177,7 @@ const (
 // Unavailable (runtime PodmanRootless) when it is not set.
 func PodmanRootlessHost(t testing.TB) string {
 	t.Helper()
-	host := Getenv(EnvPodmanRootlessHost)
-	if host == "" {
-		Unavailable(t, PodmanRootless, "%s is not set (run `make env`)", EnvPodmanRootlessHost)
-	}
-	return host
+	return setting(t, PodmanRootless, EnvPodmanRootlessHost, "run `make env`")
 }
 
 // The kubernetes row: the Kubernetes adapter's own tests, against the
@@ -195,9 +197,8 @@ const (
 // (runtime Kubernetes) when it is not set or names no file.
 func Kubeconfig(t testing.TB) string {
 	t.Helper()
-	path := Getenv(EnvKubeconfig)
+	path := setting(t, Kubernetes, EnvKubeconfig, "run `make env`, which brings up the test cluster")
 	if path == "" {
-		Unavailable(t, Kubernetes, "%s is not set (run `make env`, which brings up the test cluster)", EnvKubeconfig)
 		return ""
 	}
 	if _, err := os.Stat(path); err != nil {

@@ -18,9 +18,7 @@ import (
 // TestConformance runs the one suite against the daemon at
 // CONTAINERD_ADDRESS (from build/images.env after `make env`).
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the containerd daemon (-short runs unit tests only)")
-	}
+	testkit.RequireRuntime(t)
 	fixtures := conformance.FixturesFromEnv(t, Name)
 	probe := newTestRuntime(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -238,7 +238,7 @@ func New(opts ...Option) (*Runtime, error) {
 		o.namespace = DefaultNamespace
 	}
 	if err := identifiers.Validate(o.namespace); err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, address, nil, fmt.Errorf("namespace %q: %w", o.namespace, err))
+		return nil, adapterkit.Fail(Name, address, runtime.OpConnect, address, nil, fmt.Errorf("namespace %q: %w", o.namespace, err))
 	}
 	if o.stateDir == "" {
 		o.stateDir = DefaultStateDir
@@ -256,13 +256,13 @@ func New(opts ...Option) (*Runtime, error) {
 	}
 	ports, err := hostPortRange(o.ports)
 	if err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, address, nil, err)
+		return nil, adapterkit.Fail(Name, address, runtime.OpConnect, address, nil, err)
 	}
 	c, err := client.New(address,
 		client.WithDefaultNamespace(o.namespace),
 		client.WithTimeout(o.Ping(pingTimeout)))
 	if err != nil {
-		return nil, runtime.NewError(Name, runtime.OpConnect, address, runtime.ErrUnavailable, err)
+		return nil, adapterkit.ConnectError(Name, address, err)
 	}
 	return &Runtime{
 		client:      c,
@@ -335,10 +335,9 @@ func (r *Runtime) ready(ctx context.Context, op, object string) error {
 	defer cancel()
 	if _, err := r.client.Version(pctx); err != nil {
 		if ctx.Err() != nil {
-			return runtime.NewError(Name, op, object, nil, ctx.Err())
+			return r.wrap(op, object, ctx.Err())
 		}
-		return runtime.NewError(Name, op, object, runtime.ErrUnavailable,
-			fmt.Errorf("containerd at %s does not answer: %w", r.address, err))
+		return r.wrap(op, object, adapterkit.WithKind(runtime.ErrUnavailable, "containerd at %s does not answer: %w", r.address, err))
 	}
 	r.reachable.Store(true)
 	return nil

@@ -1,8 +1,6 @@
 package containerd
 
 import (
-	"fmt"
-
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/roboco/sandboxer/runtime"
@@ -23,16 +21,6 @@ func (r *Runtime) wrap(op, object string, err error) error {
 // translator is this adapter's translation point for the daemon at address.
 func translator(address string) adapterkit.Translator {
 	return adapterkit.Translator{Runtime: Name, Endpoint: address, Unreachable: cerrdefs.IsUnavailable, Classify: classify}
-}
-
-// fail builds a *runtime.Error of the given kind for the adapter's own
-// checks.
-func fail(op, object string, kind error, format string, args ...any) error {
-	var cause error
-	if format != "" {
-		cause = fmt.Errorf(format, args...)
-	}
-	return runtime.NewError(Name, op, object, kind, cause)
 }
 
 // classify reads containerd's errdefs (the client turns every gRPC status

@@ -32,7 +32,7 @@ func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (
 		return runtime.ExecResult{}, err
 	}
 	if len(spec.Cmd) == 0 {
-		return runtime.ExecResult{}, fail(op, ref, nil, "no command given")
+		return runtime.ExecResult{}, r.wrap(op, ref, adapterkit.WithKind(nil, "no command given"))
 	}
 	info, err := r.getContainer(ctx, op, ref)
 	if err != nil {
@@ -44,7 +44,7 @@ func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (
 	}
 	task, err := c.Task(ctx, nil)
 	if cerrdefs.IsNotFound(err) {
-		return runtime.ExecResult{}, fail(op, ref, nil, "container is not running (created, never started)")
+		return runtime.ExecResult{}, r.wrap(op, ref, adapterkit.WithKind(nil, "container is not running (created, never started)"))
 	}
 	if err != nil {
 		return runtime.ExecResult{}, r.wrap(op, ref, err)
@@ -52,7 +52,7 @@ func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (
 	if st, err := task.Status(ctx); err != nil {
 		return runtime.ExecResult{}, r.wrap(op, ref, err)
 	} else if st.Status != client.Running {
-		return runtime.ExecResult{}, fail(op, ref, nil, "container is not running (%s)", st.Status)
+		return runtime.ExecResult{}, r.wrap(op, ref, adapterkit.WithKind(nil, "container is not running (%s)", st.Status))
 	}
 	pspec, err := r.execProcess(ctx, c, spec)
 	if err != nil {

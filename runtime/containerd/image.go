@@ -9,6 +9,7 @@ import (
 	"github.com/distribution/reference"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // normalizeRef turns a ref as users write it ("busybox",
@@ -31,7 +32,7 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 	}
 	name, err := normalizeRef(ref)
 	if err != nil {
-		return false, fail(op, ref, runtime.ErrImageNotFound, "%v", err)
+		return false, r.wrap(op, ref, adapterkit.WithKind(runtime.ErrImageNotFound, "%v", err))
 	}
 	if _, err := r.client.ImageService().Get(ctx, name); err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -48,12 +49,12 @@ func (r *Runtime) ImageExists(ctx context.Context, ref string) (bool, error) {
 func (r *Runtime) image(ctx context.Context, op, object, ref string) (client.Image, error) {
 	name, err := normalizeRef(ref)
 	if err != nil {
-		return nil, fail(op, object, runtime.ErrImageNotFound, "%v", err)
+		return nil, r.wrap(op, object, adapterkit.WithKind(runtime.ErrImageNotFound, "%v", err))
 	}
 	img, err := r.client.GetImage(ctx, name)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return nil, fail(op, object, runtime.ErrImageNotFound, "image %q is not present (run does not pull)", ref)
+			return nil, r.wrap(op, object, adapterkit.WithKind(runtime.ErrImageNotFound, "image %q is not present (run does not pull)", ref))
 		}
 		return nil, r.wrap(op, object, fmt.Errorf("image %q: %w", ref, err))
 	}

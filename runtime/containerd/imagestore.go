@@ -58,7 +58,7 @@ func (r *Runtime) ImageConfig(ctx context.Context, ref string) (runtime.ImageCon
 func (r *Runtime) storedImage(ctx context.Context, op, ref string) (client.Image, error) {
 	name, err := normalizeRef(ref)
 	if err != nil {
-		return nil, fail(op, ref, runtime.ErrImageNotFound, "%v", err)
+		return nil, r.wrap(op, ref, adapterkit.WithKind(runtime.ErrImageNotFound, "%v", err))
 	}
 	img, err := r.client.GetImage(ctx, name)
 	if err != nil {
@@ -110,7 +110,7 @@ func (r *Runtime) LoadImage(ctx context.Context, rd io.Reader) (string, error) {
 	}
 	name, err := normalizeRef(a.Ref)
 	if err != nil {
-		return "", fail(op, a.Ref, runtime.ErrInvalid, "%v", err)
+		return "", r.wrap(op, a.Ref, adapterkit.WithKind(runtime.ErrInvalid, "%v", err))
 	}
 	lctx, done, err := r.client.WithLease(ctx)
 	if err != nil {
@@ -176,7 +176,7 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	}
 	name, err := normalizeRef(ref)
 	if err != nil {
-		return fail(op, ref, runtime.ErrInvalid, "%v", err)
+		return r.wrap(op, ref, adapterkit.WithKind(runtime.ErrInvalid, "%v", err))
 	}
 	if err := r.client.ImageService().Delete(ctx, name); err != nil && !cerrdefs.IsNotFound(err) {
 		return r.wrap(op, ref, err)

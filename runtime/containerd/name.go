@@ -14,6 +14,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/roboco/sandboxer/runtime"
+	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
 // Container IDs and names, as nerdctl has them: a container's ID is 64
@@ -84,7 +85,7 @@ func (r *Runtime) nameTaken(ctx context.Context, name string) (bool, error) {
 // translated for op.
 func (r *Runtime) getContainer(ctx context.Context, op, ref string) (containers.Container, error) {
 	if identifiers.Validate(ref) != nil {
-		return containers.Container{}, fail(op, ref, runtime.ErrNotFound, "no container is named %q", ref)
+		return containers.Container{}, r.wrap(op, ref, adapterkit.WithKind(runtime.ErrNotFound, "no container is named %q", ref))
 	}
 	info, err := r.client.ContainerService().Get(ctx, ref)
 	if err == nil {
@@ -99,7 +100,7 @@ func (r *Runtime) getContainer(ctx context.Context, op, ref string) (containers.
 	}
 	switch len(infos) {
 	case 0:
-		return containers.Container{}, fail(op, ref, runtime.ErrNotFound, "no container has the ID or name %q", ref)
+		return containers.Container{}, r.wrap(op, ref, adapterkit.WithKind(runtime.ErrNotFound, "no container has the ID or name %q", ref))
 	case 1:
 		return infos[0], nil
 	default:
@@ -107,6 +108,6 @@ func (r *Runtime) getContainer(ctx context.Context, op, ref string) (containers.
 		for i, info := range infos {
 			ids[i] = info.ID
 		}
-		return containers.Container{}, fail(op, ref, nil, "the name %q is carried by %d containers (%v): give an ID", ref, len(ids), ids)
+		return containers.Container{}, r.wrap(op, ref, adapterkit.WithKind(nil, "the name %q is carried by %d containers (%v): give an ID", ref, len(ids), ids))
 	}
 }

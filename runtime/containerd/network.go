@@ -174,7 +174,7 @@ func (r *Runtime) createNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	}
 	defer unlock()
 	if _, err := os.Stat(r.networkFile(spec.Name)); err == nil {
-		return nil, fail(runtime.OpCreateNetwork, spec.Name, runtime.ErrAlreadyExists, "network %q exists", spec.Name)
+		return nil, r.wrap(runtime.OpCreateNetwork, spec.Name, adapterkit.WithKind(runtime.ErrAlreadyExists, "network %q exists", spec.Name))
 	}
 	defs, err := r.readNetworks()
 	if err != nil {
@@ -356,14 +356,14 @@ func (r *Runtime) RemoveNetwork(ctx context.Context, name string) error {
 		return nil
 	}
 	if ports := bridgePorts(def.Bridge); len(ports) > 0 {
-		return fail(op, name, runtime.ErrInUse, "network %s is in use: %d interface(s) on bridge %s", name, len(ports), def.Bridge)
+		return r.wrap(op, name, adapterkit.WithKind(runtime.ErrInUse, "network %s is in use: %d interface(s) on bridge %s", name, len(ports), def.Bridge))
 	}
 	users, err := r.networkUsers(ctx, name)
 	if err != nil {
 		return r.wrap(op, name, err)
 	}
 	if len(users) > 0 {
-		return fail(op, name, runtime.ErrInUse, "network %s is in use by container(s) %s", name, strings.Join(users, ", "))
+		return r.wrap(op, name, adapterkit.WithKind(runtime.ErrInUse, "network %s is in use by container(s) %s", name, strings.Join(users, ", ")))
 	}
 	if err := deleteLink(def.Bridge); err != nil {
 		return r.wrap(op, name, fmt.Errorf("delete bridge %s: %w", def.Bridge, err))
@@ -485,7 +485,7 @@ func (r *Runtime) network(op, object, name string) (*networkDef, error) {
 		return def, nil
 	}
 	if name != DefaultNetwork {
-		return nil, fail(op, object, runtime.ErrNotFound, "network %q not found", name)
+		return nil, r.wrap(op, object, adapterkit.WithKind(runtime.ErrNotFound, "network %q not found", name))
 	}
 	def, err = r.createNetwork(context.Background(), runtime.NetworkSpec{Name: name})
 	if errors.Is(err, runtime.ErrAlreadyExists) {

@@ -31,7 +31,8 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress runtime.Pr
 	}
 	name, err := normalizeRef(ref)
 	if err != nil {
-		return fail(op, ref, runtime.ErrImageNotFound, "%v", err)
+		// Any failure of a pull is ErrImageNotFound (the translator's rule).
+		return r.wrap(op, ref, err)
 	}
 	emit := func(p runtime.PullProgress) {
 		if progress != nil {

@@ -75,7 +75,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	obj := object(spec)
 	spec, err := spec.Normalize()
 	if err != nil {
-		return nil, nil, runtime.NewError(Name, op, obj, nil, err)
+		return nil, nil, r.wrap(op, obj, err)
 	}
 	name := spec.Name
 	if name == "" {
@@ -83,7 +83,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 		obj = name
 	}
 	if err := identifiers.Validate(name); err != nil {
-		return nil, nil, fail(op, obj, nil, "invalid container name: %v", err)
+		return nil, nil, r.wrap(op, obj, adapterkit.WithKind(nil, "invalid container name: %v", err))
 	}
 	id := newID()
 	ports := spec.Ports
@@ -100,7 +100,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	if taken, err := r.nameTaken(ctx, name); err != nil {
 		return nil, nil, r.wrap(op, obj, err)
 	} else if taken {
-		return nil, nil, fail(op, obj, runtime.ErrAlreadyExists, "the name %q is taken", name)
+		return nil, nil, r.wrap(op, obj, adapterkit.WithKind(runtime.ErrAlreadyExists, "the name %q is taken", name))
 	}
 	network := spec.Network
 	if network == "" {
@@ -111,7 +111,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 		return nil, nil, err
 	}
 	if def.Internal && len(ports) > 0 {
-		return nil, nil, fail(op, obj, runtime.ErrInvalid, "network %s is internal: no port can be published from it", network)
+		return nil, nil, r.wrap(op, obj, adapterkit.WithKind(runtime.ErrInvalid, "network %s is internal: no port can be published from it", network))
 	}
 	img, err := r.image(ctx, op, obj, spec.Image)
 	if err != nil {

@@ -17,11 +17,8 @@ import (
 func TestUnreachableAddress(t *testing.T) {
 	open := func(t *testing.T, ep adaptertest.Endpoint, address string) runtime.ContainerRuntime {
 		var opts []Option
-		if ep.Env {
-			t.Setenv(EnvAddress, address)
-		} else {
-			t.Setenv(EnvAddress, "")
-			opts = append(opts, WithAddress(address))
+		if option := ep.Place(t, EnvAddress, address); option != "" {
+			opts = append(opts, WithAddress(option))
 		}
 		opts = append(opts, WithStateDir(t.TempDir()))
 		r, err := New(opts...)

@@ -25,14 +25,7 @@ import (
 // shared by every backend are proven by conformance_test.go.
 
 func TestVersion(t *testing.T) {
-	r := newTestRuntime(t)
-	info, err := r.Version(adaptertest.Ctx(t))
-	require.NoError(t, err)
-	assert.Equal(t, Name, info.Runtime)
-	assert.Equal(t, r.Endpoint(), info.Endpoint)
-	assert.NotEmpty(t, info.Version)
-	assert.NotEmpty(t, info.APIVersion)
-	assert.Contains(t, []string{"1", "2"}, info.CgroupVersion)
+	adaptertest.AssertVersion(t, newTestRuntime(t))
 }
 
 func TestRunHonoursTheSpec(t *testing.T) {
@@ -40,39 +33,15 @@ func TestRunHonoursTheSpec(t *testing.T) {
 	ctx := adaptertest.Ctx(t)
 	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
-	netName := testNetwork(t, r, labels)
-
-	spec := adaptertest.Sleeper(img, "sandboxer-test-spec-"+testkit.RandomHex(4), labels)
-	spec.Env = map[string]string{"SBX_A": "1", "SBX_B": "two words"}
-	spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m"}
-	spec.MemoryBytes = 64 << 20
-	spec.CPUs = 0.5
-	spec.PidsLimit = 64
-	spec.Ulimits = []runtime.Ulimit{{Name: "nofile", Soft: 1024, Hard: 2048}}
-	spec.Network = netName
-	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
+	netName := adaptertest.Network(t, r, labels)
+	spec := adaptertest.FullSpec(img, labels, netName)
 
 	before := time.Now().Add(-time.Minute)
 	c, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 
 	t.Run("ReportedByRun", func(t *testing.T) {
-		assert.NotEmpty(t, c.ID)
-		assert.Equal(t, spec.Name, c.Name)
-		assert.Equal(t, img, c.Image)
-		for k, v := range labels {
-			assert.Equal(t, v, c.Labels[k], "label %q (the image's own labels come too)", k)
-		}
-		assert.Equal(t, runtime.StateRunning, c.State)
-		assert.True(t, c.Created.After(before), "created %v", c.Created)
-		assert.NotEmpty(t, c.Networks[netName], "address on %s", netName)
-		require.Len(t, c.Ports, 1)
-		assert.Equal(t, 8080, c.Ports[0].ContainerPort)
-		assert.Equal(t, "tcp", c.Ports[0].Protocol)
-		assert.Equal(t, runtime.DefaultHostIP, c.Ports[0].HostIP)
-		assert.Positive(t, c.Ports[0].HostPort, "ephemeral port reported after start")
-		assert.Contains(t, c.Mounts, runtime.Mount{Type: "tmpfs", Source: "tmpfs", Destination: "/scratch"})
-		assert.False(t, c.Privileged)
+		adaptertest.AssertRunReports(t, spec, c, before)
 	})
 
 	t.Run("StoredByTheDaemon", func(t *testing.T) {

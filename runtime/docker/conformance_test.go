@@ -20,9 +20,7 @@ import (
 // environment (DOCKER_HOST, else the default socket): the subtests are
 // TestConformance/docker/<Semantic>.
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the Docker daemon (-short runs unit tests only)")
-	}
+	testkit.RequireRuntime(t)
 	fx := conformance.FixturesFromEnv(t, docker.Name)
 
 	// A plain client for what the port does not offer: the volume list

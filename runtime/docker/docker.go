@@ -218,7 +218,7 @@ func (r *Runtime) negotiate(ctx context.Context, op, object string) error {
 		case !client.IsErrConnectionFailed(err):
 			err = fmt.Errorf("not a Docker Engine API: ping failed: %w", err)
 		}
-		return adapterkit.Fail(Name, r.endpoint, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+		return r.wrap(op, object, adapterkit.WithKind(runtime.ErrUnavailable, "%w", err))
 	}
 	r.cli.NegotiateAPIVersionPing(ping)
 	r.negotiated.Store(true)

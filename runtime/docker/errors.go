@@ -77,11 +77,6 @@ func isMissingImage(err error) bool {
 	return strings.Contains(strings.ToLower(err.Error()), "no such image")
 }
 
-// atEndpoint makes sure an error of the adapter's own names the endpoint.
-func (r *Runtime) atEndpoint(err error) error {
-	return adapterkit.AtEndpoint(r.endpoint, err)
-}
-
 // busyPortPatterns find the taken host address in the daemon's answer to a
 // start whose host port is taken (the first group is the address, or the
 // IP with the port as the second group):

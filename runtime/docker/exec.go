@@ -3,7 +3,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,7 +22,7 @@ func (r *Runtime) Exec(ctx context.Context, ref string, spec runtime.ExecSpec) (
 		return runtime.ExecResult{}, err
 	}
 	if len(spec.Cmd) == 0 {
-		return runtime.ExecResult{}, runtime.NewError(Name, runtime.OpExec, ref, nil, errors.New("no command given"))
+		return runtime.ExecResult{}, r.wrap(runtime.OpExec, ref, adapterkit.WithKind(nil, "no command given"))
 	}
 	created, err := r.cli.ContainerExecCreate(ctx, ref, container.ExecOptions{
 		Cmd:          spec.Cmd,

@@ -10,7 +10,6 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/roboco/sandboxer/runtime"
-	"github.com/roboco/sandboxer/runtime/dockerarchive"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
@@ -22,11 +21,11 @@ func (r *Runtime) ImageID(ctx context.Context, ref string) (string, error) {
 	if err := r.negotiate(ctx, op, ref); err != nil {
 		return "", err
 	}
-	inspect, err := r.cli.ImageInspect(ctx, ref)
+	id, err := r.imageID(ctx, ref)
 	if err != nil {
 		return "", r.wrap(op, ref, err)
 	}
-	return adapterkit.ImageID(inspect.ID), nil
+	return adapterkit.ImageID(id), nil
 }
 
 // ImageConfig reads ref's Env and VOLUMEs from the daemon's image inspect.
@@ -71,59 +70,36 @@ func (r *Runtime) SaveImage(ctx context.Context, ref string, w io.Writer) error 
 	return nil
 }
 
-// LoadImage checks the archive whole (adapterkit.SpoolArchive), loads it
-// through the daemon and makes sure the tag names the archive's image. A
-// load that fails after the daemon took the archive removes the tag, so
-// that no half-loaded image is left under it.
+// LoadImage loads a docker-archive through the daemon
+// (adapterkit.ArchiveLoader: checked whole first, the tag checked after, a
+// failed load's tag removed).
 func (r *Runtime) LoadImage(ctx context.Context, rd io.Reader) (string, error) {
-	const op = runtime.OpLoadImage
-	ctx, cancel := adapterkit.ImageContext(ctx, op)
-	defer cancel()
-	a, err := adapterkit.SpoolArchive(rd)
-	if err != nil {
-		return "", r.wrap(op, "", err)
-	}
-	defer a.Close()
-	if err := r.negotiate(ctx, op, a.Ref); err != nil {
-		return "", err
-	}
-	if err := r.load(ctx, a); err != nil {
-		r.discardImage(ctx, a.Ref)
-		return "", r.wrap(op, a.Ref, err)
-	}
-	return a.Ref, nil
+	return adapterkit.ArchiveLoader{
+		Runtime:     Name,
+		Log:         r.log,
+		Wrap:        r.wrap,
+		Ready:       r.negotiate,
+		Load:        r.load,
+		ImageID:     r.imageID,
+		RemoveImage: r.RemoveImage,
+	}.LoadImage(ctx, rd)
 }
 
 // load sends the archive and reads the daemon's answer to its end (a load
-// that fails half-way says so inside the stream), then checks that the tag
-// names the archive's config.
-func (r *Runtime) load(ctx context.Context, a *dockerarchive.Archive) error {
-	resp, err := r.cli.ImageLoad(ctx, a.Reader(), client.ImageLoadWithQuiet(true))
+// that fails half-way says so inside the stream).
+func (r *Runtime) load(ctx context.Context, archive io.Reader, ref string) error {
+	resp, err := r.cli.ImageLoad(ctx, archive, client.ImageLoadWithQuiet(true))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if err := decodePull(a.Ref, resp.Body, nil); err != nil {
-		return err
-	}
-	inspect, err := r.cli.ImageInspect(ctx, a.Ref)
-	if err != nil {
-		return fmt.Errorf("the loaded image is not found under its tag: %w", err)
-	}
-	if id := adapterkit.ImageID(inspect.ID); id != a.ConfigDigest {
-		return fmt.Errorf("the tag names image %s, not the archive's %s", id, a.ConfigDigest)
-	}
-	return nil
+	return decodePull(ref, resp.Body, nil)
 }
 
-// discardImage removes ref after a failed load, best effort and bounded
-// (the caller's context may be what failed).
-func (r *Runtime) discardImage(ctx context.Context, ref string) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adapterkit.CleanupTimeout)
-	defer cancel()
-	if err := r.RemoveImage(cctx, ref); err != nil {
-		r.log.Warn("docker: could not remove the image of a failed load", "image", ref, "err", err)
-	}
+// imageID is the daemon's ID of ref's image, unwrapped.
+func (r *Runtime) imageID(ctx context.Context, ref string) (string, error) {
+	inspect, err := r.cli.ImageInspect(ctx, ref)
+	return inspect.ID, err
 }
 
 // RemoveImage removes the tag ref. Forced, because the daemon otherwise

@@ -53,7 +53,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	const op = runtime.OpCreateNetwork
 	pool, err := adapterkit.SubnetPool(nil)
 	if err != nil {
-		return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrInvalid, err)
+		return runtime.Network{}, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrInvalid, "%w", err))
 	}
 	if err := r.negotiate(ctx, op, spec.Name); err != nil {
 		return runtime.Network{}, err
@@ -70,7 +70,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	var taken []netip.Prefix
 	for _, n := range existing {
 		if n.Name == spec.Name {
-			return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrAlreadyExists, errors.New("a network of that name exists"))
+			return runtime.Network{}, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrAlreadyExists, "a network of that name exists"))
 		}
 		taken = append(taken, subnets(n.IPAM)...)
 	}
@@ -88,7 +88,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	for attempt := 1; ; attempt++ {
 		subnet, err := adapterkit.FreeSubnet(pool, spec.Name, taken)
 		if err != nil {
-			return runtime.Network{}, runtime.NewError(Name, op, spec.Name, nil, err)
+			return runtime.Network{}, r.wrap(op, spec.Name, err)
 		}
 		opts.IPAM = &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{
 			Subnet:  subnet.String(),
@@ -138,7 +138,7 @@ func (r *Runtime) settleDuplicateName(ctx context.Context, name, id string) erro
 		return r.wrap(op, name, fmt.Errorf("remove %s, a duplicate of network %s (%s) made by a concurrent create: %w", id, name, same[0].ID, err))
 	}
 	r.log.DebugContext(ctx, "docker: a concurrent create made the same network first; removed ours", "network", name, "kept", same[0].ID, "removed", id)
-	return runtime.NewError(Name, op, name, runtime.ErrAlreadyExists, errors.New("a network of that name was created concurrently"))
+	return r.wrap(op, name, adapterkit.WithKind(runtime.ErrAlreadyExists, "a network of that name was created concurrently"))
 }
 
 // sameName returns the daemon's networks called exactly name, the one

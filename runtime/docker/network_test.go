@@ -140,7 +140,7 @@ func TestNeighbourOnTheDefaultBridgeCannotConnect(t *testing.T) {
 	ctx := adaptertest.Ctx(t)
 	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
-	netName := testNetwork(t, r, labels)
+	netName := adaptertest.Network(t, r, labels)
 	token := testkit.RandomHex(4)
 	srv, url := serve(t, ctx, r, img, netName, labels, token)
 
@@ -183,7 +183,7 @@ func TestInternalNetworkCannotReachTheHost(t *testing.T) {
 	t.Cleanup(func() { _ = hs.Close() })
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 
-	plain := testNetwork(t, r, labels)
+	plain := adaptertest.Network(t, r, labels)
 	pn, err := r.cli.NetworkInspect(ctx, plain, network.InspectOptions{})
 	require.NoError(t, err)
 	gw := pn.IPAM.Config[0].Gateway
@@ -191,7 +191,7 @@ func TestInternalNetworkCannotReachTheHost(t *testing.T) {
 	testkit.Poll(t, 30*time.Second, 200*time.Millisecond, func() error { return neighbourFetch(t, ctx, r, img, plain, plainURL, token) },
 		"control: a container on a plain network reaches the host's listener at its gateway")
 
-	in := testNetworkOf(t, r, runtime.NetworkSpec{Labels: labels, Internal: true})
+	in := adaptertest.NetworkOf(t, r, runtime.NetworkSpec{Labels: labels, Internal: true})
 	internal := in.Name
 	spec := adaptertest.Sleeper(img, "sandboxer-test-int-"+testkit.RandomHex(4), labels)
 	spec.Network = internal
@@ -245,7 +245,7 @@ func TestRunRefusesPortsOnAnInternalNetwork(t *testing.T) {
 	ctx := adaptertest.Ctx(t)
 	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
-	internal := testNetworkOf(t, r, runtime.NetworkSpec{Labels: labels, Internal: true}).Name
+	internal := adaptertest.NetworkOf(t, r, runtime.NetworkSpec{Labels: labels, Internal: true}).Name
 
 	spec := adaptertest.Sleeper(img, "sandboxer-test-int-"+testkit.RandomHex(4), labels)
 	spec.Network = internal
@@ -257,7 +257,7 @@ func TestRunRefusesPortsOnAnInternalNetwork(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Empty(t, out, "docker ps lists the refused container")
 
-	spec.Network = testNetwork(t, r, labels)
+	spec.Network = adaptertest.Network(t, r, labels)
 	_, err = r.Run(ctx, spec)
 	require.NoError(t, err, "the same spec on a plain network")
 }

@@ -92,7 +92,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	obj := adapterkit.Object(spec, "")
 	spec, err := spec.Normalize()
 	if err != nil {
-		return "", runtime.NewError(Name, op, obj, nil, err)
+		return "", r.wrap(op, obj, err)
 	}
 	if err := r.negotiate(ctx, op, obj); err != nil {
 		return "", err
@@ -105,8 +105,8 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 			return "", err
 		}
 		if ok && n.Internal {
-			return "", runtime.NewError(Name, op, obj, runtime.ErrInvalid,
-				fmt.Errorf("network %q is internal: no port can be published from it", spec.Network))
+			return "", r.wrap(op, obj, adapterkit.WithKind(runtime.ErrInvalid,
+				"network %q is internal: no port can be published from it", spec.Network))
 		}
 	}
 	cfg, hostCfg, netCfg := containerConfig(spec)
@@ -127,7 +127,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	}
 	if err := checkLimits(hostCfg.Resources, got.HostConfig, resp.Warnings); err != nil {
 		r.discard(ctx, op, resp.ID)
-		return "", runtime.NewError(Name, op, adapterkit.Object(spec, resp.ID), runtime.ErrUnsupported, err)
+		return "", r.wrap(op, adapterkit.Object(spec, resp.ID), adapterkit.WithKind(runtime.ErrUnsupported, "%w", err))
 	}
 	return resp.ID, nil
 }

@@ -16,11 +16,8 @@ import (
 func TestUnreachableEndpoint(t *testing.T) {
 	open := func(t *testing.T, ep adaptertest.Endpoint, host string) runtime.ContainerRuntime {
 		var opts []Option
-		if ep.Env {
-			t.Setenv("DOCKER_HOST", host)
-		} else {
-			t.Setenv("DOCKER_HOST", "")
-			opts = append(opts, WithHost(host))
+		if option := ep.Place(t, "DOCKER_HOST", host); option != "" {
+			opts = append(opts, WithHost(option))
 		}
 		r, err := New(opts...)
 		require.NoError(t, err, "New must not contact the daemon")

@@ -21,14 +21,7 @@ import (
 // conformance_test.go.
 
 func TestVersion(t *testing.T) {
-	r := newTestRuntime(t)
-	info, err := r.Version(adaptertest.Ctx(t))
-	require.NoError(t, err)
-	assert.Equal(t, Name, info.Runtime)
-	assert.Equal(t, r.Endpoint(), info.Endpoint)
-	assert.NotEmpty(t, info.Version)
-	assert.Regexp(t, `^\d+\.\d+`, info.APIVersion)
-	assert.Contains(t, []string{"1", "2"}, info.CgroupVersion)
+	adaptertest.AssertVersion(t, newTestRuntime(t))
 }
 
 // storedSpec is the part of an inspect that shows what the service made of
@@ -56,51 +49,15 @@ func TestRunHonoursTheSpec(t *testing.T) {
 	ctx := adaptertest.Ctx(t)
 	img := testkit.Image(t, r, "busybox")
 	labels := adaptertest.Labels(t, r)
-	netName := "sandboxer-test-net-" + testkit.RandomHex(4)
-	_, err := r.CreateNetwork(ctx, runtime.NetworkSpec{Name: netName, Labels: labels})
-	require.NoError(t, err)
-	// Registered after testLabels' cleanup, so it runs first: remove the
-	// containers, then the network they use.
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if cs, err := r.List(cctx, labels); err == nil {
-			for _, c := range cs {
-				_ = r.Remove(cctx, c.ID)
-			}
-		}
-		assert.NoError(t, r.RemoveNetwork(cctx, netName))
-	})
-
-	spec := adaptertest.Sleeper(img, "sandboxer-test-spec-"+testkit.RandomHex(4), labels)
-	spec.Env = map[string]string{"SBX_A": "1", "SBX_B": "two words"}
-	spec.Tmpfs = map[string]string{"/scratch": "rw,size=16m"}
-	spec.MemoryBytes = 64 << 20
-	spec.CPUs = 0.5
-	spec.PidsLimit = 64
-	spec.Ulimits = []runtime.Ulimit{{Name: "nofile", Soft: 1024, Hard: 2048}}
-	spec.Network = netName
-	spec.Ports = []runtime.PortSpec{{ContainerPort: 8080}}
+	spec := adaptertest.FullSpec(img, labels, adaptertest.Network(t, r, labels))
 
 	before := time.Now().Add(-time.Minute)
 	c, err := r.Run(ctx, spec)
 	require.NoError(t, err)
 
 	t.Run("ReportedByRun", func(t *testing.T) {
-		assert.NotEmpty(t, c.ID)
-		assert.Equal(t, spec.Name, c.Name)
-		assert.Equal(t, img, c.Image)
-		for k, v := range labels {
-			assert.Equal(t, v, c.Labels[k], "label %s (the image's own labels come along, as with Docker)", k)
-		}
-		assert.Equal(t, runtime.StateRunning, c.State)
-		assert.True(t, c.Created.After(before), "created %v", c.Created)
-		assert.NotEmpty(t, c.Networks[netName], "address on %s", netName)
-		require.Len(t, c.Ports, 1)
-		assert.Equal(t, runtime.PortBinding{ContainerPort: 8080, Protocol: "tcp", HostIP: runtime.DefaultHostIP, HostPort: c.Ports[0].HostPort}, c.Ports[0])
-		assert.Positive(t, c.Ports[0].HostPort, "ephemeral port reported")
-		assert.Equal(t, []runtime.Mount{{Type: "tmpfs", Source: "tmpfs", Destination: "/scratch"}}, c.Mounts)
-		assert.False(t, c.Privileged)
+		adaptertest.AssertRunReports(t, spec, c, before)
+		assert.Equal(t, []runtime.Mount{{Type: "tmpfs", Source: "tmpfs", Destination: "/scratch"}}, c.Mounts, "the tmpfs, and no other mount")
 	})
 
 	t.Run("StoredByTheService", func(t *testing.T) {

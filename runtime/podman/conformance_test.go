@@ -21,9 +21,7 @@ import (
 // limits: on the rootless one the suite checks that a service that cannot
 // enforce them refuses them.
 func TestConformance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the Podman service (-short runs unit tests only)")
-	}
+	testkit.RequireRuntime(t)
 	fx := conformance.FixturesFromEnv(t, Name)
 	testenv.Load()
 	runConformance(t, Name, fx, nil)

@@ -36,7 +36,7 @@ func (r *Runtime) Exec(ctx context.Context, container string, spec runtime.ExecS
 		return runtime.ExecResult{}, err
 	}
 	if len(spec.Cmd) == 0 {
-		return runtime.ExecResult{}, runtime.NewError(Name, op, container, nil, errors.New("no command given"))
+		return runtime.ExecResult{}, r.wrap(op, container, adapterkit.WithKind(nil, "no command given"))
 	}
 	cfg := execCreateConfig{AttachStdout: true, AttachStderr: true, Cmd: spec.Cmd, Env: adapterkit.EnvList(spec.Env), User: spec.User}
 	id, err := c.execCreate(ctx, container, cfg)

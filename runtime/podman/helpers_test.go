@@ -5,10 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/roboco/sandboxer/internal/adaptertest"
-	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -18,17 +15,7 @@ import (
 // (unit tests only) skips it.
 func newTestRuntime(t *testing.T, opts ...Option) *Runtime {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the Podman service (-short runs unit tests only)")
-	}
-	testenv.Load()
-	r, err := New(opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Close() })
-	if _, err := r.Version(adaptertest.Ctx(t)); err != nil {
-		testenv.Unavailable(t, Name, "%v", err)
-	}
-	return r
+	return adaptertest.Connect(t, func() (*Runtime, error) { return New(opts...) })
 }
 
 // apiGet decodes GET path of the libpod API into out, for what the port

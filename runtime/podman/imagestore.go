@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/roboco/sandboxer/runtime"
-	"github.com/roboco/sandboxer/runtime/dockerarchive"
 	"github.com/roboco/sandboxer/runtime/internal/adapterkit"
 )
 
@@ -65,46 +64,45 @@ func (r *Runtime) SaveImage(ctx context.Context, ref string, w io.Writer) error 
 	return nil
 }
 
-// LoadImage checks the archive whole (adapterkit.SpoolArchive), loads it
-// through the service and makes sure the tag names the archive's image; a
-// load that fails after the service took the archive removes the tag.
+// LoadImage loads a docker-archive through the service
+// (adapterkit.ArchiveLoader: checked whole first, the tag checked after, a
+// failed load's tag removed).
 func (r *Runtime) LoadImage(ctx context.Context, rd io.Reader) (string, error) {
-	const op = runtime.OpLoadImage
-	ctx, cancel := adapterkit.ImageContext(ctx, op)
-	defer cancel()
-	a, err := adapterkit.SpoolArchive(rd)
+	return adapterkit.ArchiveLoader{
+		Runtime:     Name,
+		Log:         r.opts.Logger,
+		Wrap:        r.wrap,
+		Ready:       r.ready,
+		Load:        r.load,
+		ImageID:     r.imageID,
+		RemoveImage: r.RemoveImage,
+	}.LoadImage(ctx, rd)
+}
+
+// ready makes sure the service answers.
+func (r *Runtime) ready(ctx context.Context, op, ref string) error {
+	_, err := r.connect(ctx, op, ref)
+	return err
+}
+
+// load sends the archive to the service.
+func (r *Runtime) load(ctx context.Context, archive io.Reader, ref string) error {
+	c, err := r.connect(ctx, runtime.OpLoadImage, ref)
 	if err != nil {
-		return "", r.wrap(op, "", err)
+		return err
 	}
-	defer a.Close()
-	c, err := r.connect(ctx, op, a.Ref)
+	_, err = c.loadImage(ctx, archive)
+	return err
+}
+
+// imageID is the service's ID of ref's image, as libpod writes it.
+func (r *Runtime) imageID(ctx context.Context, ref string) (string, error) {
+	c, err := r.connect(ctx, runtime.OpImageID, ref)
 	if err != nil {
 		return "", err
 	}
-	if err := r.load(ctx, c, a); err != nil {
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), adapterkit.CleanupTimeout)
-		defer ccancel()
-		if rerr := r.RemoveImage(cctx, a.Ref); rerr != nil {
-			r.opts.Logger.Warn("podman: could not remove the image of a failed load", "image", a.Ref, "err", rerr)
-		}
-		return "", r.wrap(op, a.Ref, err)
-	}
-	return a.Ref, nil
-}
-
-// load sends the archive, then checks that the tag names its config.
-func (r *Runtime) load(ctx context.Context, c *client, a *dockerarchive.Archive) error {
-	if _, err := c.loadImage(ctx, a.Reader()); err != nil {
-		return err
-	}
-	img, err := c.imageInspect(ctx, a.Ref)
-	if err != nil {
-		return fmt.Errorf("the loaded image is not found under its tag: %w", err)
-	}
-	if id := adapterkit.ImageID(img.ID); id != a.ConfigDigest {
-		return fmt.Errorf("the tag names image %s, not the archive's %s", id, a.ConfigDigest)
-	}
-	return nil
+	img, err := c.imageInspect(ctx, ref)
+	return img.ID, err
 }
 
 // RemoveImage removes the tag ref. libpod refuses to remove an image a

@@ -48,7 +48,7 @@ func (r *Runtime) List(ctx context.Context, selector map[string]string) ([]runti
 		}
 		ctr, err := lc.container()
 		if err != nil {
-			return nil, runtime.NewError(Name, op, obj, nil, err)
+			return nil, r.wrap(op, obj, err)
 		}
 		out = append(out, ctr)
 	}
@@ -139,7 +139,7 @@ func (r *Runtime) Snapshot(ctx context.Context, selector map[string]string) (run
 		}
 		ctr, err := lc.container()
 		if err != nil {
-			return runtime.Snapshot{}, runtime.NewError(Name, op, obj, nil, err)
+			return runtime.Snapshot{}, r.wrap(op, obj, err)
 		}
 		snap.Matched = append(snap.Matched, ctr)
 	}

@@ -3,7 +3,6 @@ package podman
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -57,11 +56,11 @@ func (r *Runtime) warnLooseIsolation(ctx context.Context) {
 func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (runtime.Network, error) {
 	const op = runtime.OpCreateNetwork
 	if spec.Name == "" {
-		return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrInvalid, errors.New("no network name given"))
+		return runtime.Network{}, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrInvalid, "no network name given"))
 	}
 	pool, err := adapterkit.SubnetPool(nil)
 	if err != nil {
-		return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrInvalid, err)
+		return runtime.Network{}, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrInvalid, "%w", err))
 	}
 	c, err := r.connect(ctx, op, spec.Name)
 	if err != nil {
@@ -74,7 +73,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	var taken []netip.Prefix
 	for _, n := range existing {
 		if n.Name == spec.Name {
-			return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrAlreadyExists, errors.New("a network of that name exists"))
+			return runtime.Network{}, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrAlreadyExists, "a network of that name exists"))
 		}
 		taken = append(taken, subnets(n)...)
 	}
@@ -94,7 +93,7 @@ func (r *Runtime) CreateNetwork(ctx context.Context, spec runtime.NetworkSpec) (
 	for attempt := 1; ; attempt++ {
 		subnet, err := adapterkit.FreeSubnet(pool, spec.Name, taken)
 		if err != nil {
-			return runtime.Network{}, runtime.NewError(Name, op, spec.Name, runtime.ErrUnavailable, err)
+			return runtime.Network{}, r.wrap(op, spec.Name, adapterkit.WithKind(runtime.ErrUnavailable, "%w", err))
 		}
 		sn := networkSubnet{Subnet: subnet.String(), Gateway: adapterkit.Gateway(subnet).String()}
 		if spec.Internal {
@@ -192,8 +191,8 @@ func (r *Runtime) checkNetwork(ctx context.Context, c *client, op, obj string, s
 		return r.wrap(op, obj, err)
 	}
 	if n.Internal {
-		return runtime.NewError(Name, op, obj, runtime.ErrInvalid,
-			fmt.Errorf("network %q is internal: a container on it publishes no ports", spec.Network))
+		return r.wrap(op, obj, adapterkit.WithKind(runtime.ErrInvalid,
+			"network %q is internal: a container on it publishes no ports", spec.Network))
 	}
 	return nil
 }

@@ -313,6 +313,16 @@ func (r *Runtime) Close() error {
 // pingTimeout: an endpoint that is down, hung or not a libpod API is
 // runtime.ErrUnavailable.
 func (r *Runtime) connect(ctx context.Context, op, object string) (*client, error) {
+	c, err := r.dial(ctx)
+	if err != nil {
+		// Outside dial's lock: wrap takes it to forget the service.
+		return nil, r.wrap(op, object, err)
+	}
+	return c, nil
+}
+
+// dial is connect under the lock; its errors know their kind.
+func (r *Runtime) dial(ctx context.Context) (*client, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.svc != nil {
@@ -321,7 +331,7 @@ func (r *Runtime) connect(ctx context.Context, op, object string) (*client, erro
 	if r.conn == nil {
 		conn, err := r.newConnection()
 		if err != nil {
-			return nil, adapterkit.Fail(Name, r.endpoint, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+			return nil, adapterkit.WithKind(runtime.ErrUnavailable, "%w", err)
 		}
 		r.conn = conn
 	}
@@ -329,9 +339,9 @@ func (r *Runtime) connect(ctx context.Context, op, object string) (*client, erro
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up; that says nothing about the service.
-			return nil, adapterkit.Fail(Name, r.endpoint, op, object, nil, err)
+			return nil, adapterkit.WithKind(nil, "%w", err)
 		}
-		return nil, adapterkit.Fail(Name, r.endpoint, op, object, runtime.ErrUnavailable, r.atEndpoint(err))
+		return nil, adapterkit.WithKind(runtime.ErrUnavailable, "%w", err)
 	}
 	r.svc = svc
 	return &client{conn: r.conn, svc: svc}, nil
@@ -387,9 +397,4 @@ func (r *Runtime) forget() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.svc = nil
-}
-
-// atEndpoint makes sure an error names the endpoint.
-func (r *Runtime) atEndpoint(err error) error {
-	return adapterkit.AtEndpoint(r.endpoint, err)
 }

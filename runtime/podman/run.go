@@ -94,14 +94,14 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 	obj := adapterkit.Object(spec, "")
 	spec, err := spec.Normalize()
 	if err != nil {
-		return nil, "", runtime.NewError(Name, op, obj, nil, err)
+		return nil, "", r.wrap(op, obj, err)
 	}
 	c, err := r.connect(ctx, op, obj)
 	if err != nil {
 		return nil, "", err
 	}
 	if err := r.checkEnforceable(ctx, c.svc, spec); err != nil {
-		return nil, "", runtime.NewError(Name, op, obj, runtime.ErrUnenforceableLimits, err)
+		return nil, "", r.wrap(op, obj, adapterkit.WithKind(runtime.ErrUnenforceableLimits, "%w", err))
 	}
 	if err := r.checkNetwork(ctx, c, op, obj, spec); err != nil {
 		return nil, "", err
@@ -137,7 +137,7 @@ func (r *Runtime) create(ctx context.Context, op string, spec runtime.RunSpec) (
 			warn(ctx, "podman: limits not enforced (WithUnenforcedLimits)", "container", adapterkit.Object(spec, resp.ID), "error", err)
 		} else {
 			_ = r.discard(ctx, c, op, resp.ID)
-			return nil, "", runtime.NewError(Name, op, adapterkit.Object(spec, resp.ID), runtime.ErrUnenforceableLimits, err)
+			return nil, "", r.wrap(op, adapterkit.Object(spec, resp.ID), adapterkit.WithKind(runtime.ErrUnenforceableLimits, "%w", err))
 		}
 	}
 	return c, resp.ID, nil

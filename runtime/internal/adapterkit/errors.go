@@ -55,9 +55,11 @@ func (t Translator) Translate(op, object string, err error) error {
 	return runtime.NewError(t.Runtime, op, object, kind, runtime.RedactEndpointError(t.Endpoint, err))
 }
 
-// Fail builds the *runtime.Error of an adapter's own connection plumbing
-// (New, the first ping) talking to endpoint, with endpoint's credentials
-// redacted from object and cause, as Translate does.
+// Fail builds the *runtime.Error of an adapter's connection plumbing that
+// runs before its Runtime exists (New, the parsing of its options)
+// talking to endpoint, with endpoint's credentials redacted from object
+// and cause, as Translate does. Once a Runtime exists, its methods use its
+// wrap (Translate) instead: see the package doc.
 func Fail(rt, endpoint, op, object string, kind, cause error) error {
 	return runtime.NewError(rt, op, runtime.RedactEndpoint(endpoint, object), kind, runtime.RedactEndpointError(endpoint, cause))
 }
@@ -126,17 +128,28 @@ func AtEndpoint(endpoint string, err error) error {
 }
 
 // kinded is an error of an adapter's own plumbing that already knows its
-// kind; Kind keeps it.
+// kind, or knows that it has none (kind nil); Kind keeps it.
 type kinded struct {
 	kind error
 	err  error
 }
 
-func (k kinded) Error() string   { return k.err.Error() }
-func (k kinded) Unwrap() []error { return []error{k.kind, k.err} }
+func (k kinded) Error() string { return k.err.Error() }
+
+func (k kinded) Unwrap() []error {
+	if k.kind == nil {
+		return []error{k.err}
+	}
+	return []error{k.kind, k.err}
+}
 
 // WithKind is an error of the given kind (one of the runtime.Err* kinds)
 // for an adapter's own checks, which its translation point keeps as it is.
+// A nil kind says that the error has none (e.g. "no command given"): the
+// translation point then gives it none either, where it would otherwise
+// read it as a backend's error (any failed pull is ErrImageNotFound). Its
+// message is fmt.Errorf(format, args...)'s, and %w keeps a cause
+// reachable.
 func WithKind(kind error, format string, args ...any) error {
 	return kinded{kind: kind, err: fmt.Errorf(format, args...)}
 }

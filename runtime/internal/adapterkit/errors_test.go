@@ -52,6 +52,8 @@ func TestTranslatorKind(t *testing.T) {
 		{name: "CanceledBeatsUnreachable", op: runtime.OpList, err: errors.Join(context.Canceled, errRefused)},
 		{name: "AdapterKindIsKept", op: runtime.OpRun, err: WithKind(runtime.ErrUnsupported, "no %s controller", "pids"), want: runtime.ErrUnsupported},
 		{name: "AdapterKindBeatsCanceled", op: runtime.OpRun, err: WithKind(runtime.ErrUnsupported, "gave up: %w", context.Canceled), want: runtime.ErrUnsupported},
+		{name: "AdapterNoKindIsKeptOnPull", op: runtime.OpPull, err: WithKind(nil, "no reference given")},
+		{name: "AdapterNoKindIsNotClassified", op: runtime.OpInspect, err: WithKind(nil, "read: %w", errGone)},
 	}
 	tr := testTranslator()
 	for _, tc := range cases {
@@ -70,6 +72,15 @@ func TestTranslatorTranslate(t *testing.T) {
 		assert.Equal(t, runtime.Error{Runtime: "fake", Op: runtime.OpInspect, Object: "box", Kind: runtime.ErrNotFound, Err: errGone}, *re)
 		assert.ErrorIs(t, err, errGone, "the cause stays reachable")
 		assert.Equal(t, "fake: inspect box: not found: no such thing", err.Error())
+	})
+	t.Run("AdapterNoKind", func(t *testing.T) {
+		err := tr.Translate(runtime.OpExec, "box", WithKind(nil, "no command given: %w", errGone))
+		var re *runtime.Error
+		require.ErrorAs(t, err, &re)
+		assert.Nil(t, re.Kind)
+		assert.ErrorIs(t, err, errGone, "a cause given with %w stays reachable")
+		assert.NotErrorIs(t, err, runtime.ErrNotFound)
+		assert.Equal(t, "fake: exec box: no command given: no such thing", err.Error())
 	})
 	t.Run("UnavailableNamesTheEndpoint", func(t *testing.T) {
 		err := tr.Translate(runtime.OpList, "", errRefused)
