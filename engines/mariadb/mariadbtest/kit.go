@@ -107,6 +107,17 @@ func (a *alloc) Close() { _ = a.db.Close() }
 // quote is name as a MariaDB identifier.
 func quote(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
 
+// CLILogin asks the mariadb client for 40 + 2 over TCP. The client takes
+// no URL: the line takes $URL apart (mysql://USER:PASSWORD@HOST:PORT/NAME,
+// as Env emits it: a generated password and the default user need no
+// percent-decoding, and the host is an IPv4 address or a name) and hands
+// the password over in MYSQL_PWD, never in argv.
+func (Kit) CLILogin() (string, string) { return cliLogin, "42" }
+
+const cliLogin = `r=${URL#*://}; auth=${r%%@*}; r=${r#*@}; hp=${r%%/*}; db=${r#"$hp"}; db=${db#/}
+MYSQL_PWD=${auth#*:}; export MYSQL_PWD
+exec mariadb --protocol=tcp --skip-ssl -h "${hp%:*}" -P "${hp##*:}" -u "${auth%%:*}" -D "$db" --batch --skip-column-names -e 'select 40 + 2'`
+
 // perBatch is how many rows one INSERT of Fill writes.
 const perBatch = 64
 
