@@ -29,8 +29,6 @@ import (
 	"github.com/roboco/sandboxer/bench"
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/engines/mariadb"
-	mongoengine "github.com/roboco/sandboxer/engines/mongo"
-	"github.com/roboco/sandboxer/engines/postgres"
 	redisengine "github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
@@ -346,7 +344,7 @@ func TestRollbackOnProbeNeverReady(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newEnv(t, b)
 		ctx := testkit.Context(t, 3*time.Minute)
-		reg := engines.MustRegistry(postgres.Engine{}, wrongPasswordRedis{}, mongoengine.Engine{})
+		reg := registryWith(wrongPasswordRedis{})
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		// The exec probe's failure (the wire check's: TestWireCheckOfAServerThatNeverAcceptsThePassword).
 		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Registry: reg, Getenv: func(string) string { return "" }, Readiness: provision.ReadinessExec})
