@@ -92,10 +92,14 @@ exec docker-entrypoint.sh "$@"
 `
 
 // Container sets the user, its database and its password through the
-// image's environment (never argv), root only on the socket inside the
-// container (MARIADB_ROOT_HOST=localhost: over the network the sandbox has
-// one account, the emitted one; root's password is the same, as the
-// entrypoint requires one and a sandbox has one secret), and turns
+// image's environment (never argv), once: root exists only on the unix
+// socket inside the container (MARIADB_ROOT_HOST=localhost; the
+// entrypoint drops root@127.0.0.1 and root@::1), with no password
+// (MARIADB_ALLOW_EMPTY_ROOT_PASSWORD), so that over the network the
+// sandbox has one account, the emitted one, and one secret, and root is
+// only for whoever may exec into the container anyway. The image's other
+// ways to a root password would add a second secret to the env or print
+// one in the log (MARIADB_RANDOM_ROOT_PASSWORD). It turns
 // durability off (a sandbox is thrown away: no fsync at commit, no
 // doublewrite buffer) and native AIO (io_uring or libaio, which a
 // runtime's seccomp profile may refuse; tmpfs has no use for it).
@@ -124,11 +128,11 @@ exec docker-entrypoint.sh "$@"
 func (m Engine) Container(cred engines.Credentials, lim engines.Limits, img engines.Image) engines.Container {
 	c := engines.Container{
 		Env: map[string]string{
-			"MARIADB_USER":          cred.User,
-			"MARIADB_PASSWORD":      cred.Password,
-			"MARIADB_DATABASE":      cred.Database,
-			"MARIADB_ROOT_PASSWORD": cred.Password,
-			"MARIADB_ROOT_HOST":     "localhost",
+			"MARIADB_USER":                      cred.User,
+			"MARIADB_PASSWORD":                  cred.Password,
+			"MARIADB_DATABASE":                  cred.Database,
+			"MARIADB_ROOT_HOST":                 "localhost",
+			"MARIADB_ALLOW_EMPTY_ROOT_PASSWORD": "1",
 		},
 		Command: []string{
 			"sh", "-c", mariadbStart, "sandboxer-mariadb",

@@ -104,8 +104,15 @@ func TestContainerDefaults(t *testing.T) {
 	c := mariadb.Engine{}.Container(cred, engines.Limits{}, engines.Image{})
 	assert.Equal(t, map[string]string{
 		"MARIADB_USER": "sandbox", "MARIADB_PASSWORD": pw, "MARIADB_DATABASE": "sandbox",
-		"MARIADB_ROOT_PASSWORD": pw, "MARIADB_ROOT_HOST": "localhost",
+		"MARIADB_ROOT_HOST": "localhost", "MARIADB_ALLOW_EMPTY_ROOT_PASSWORD": "1",
 	}, c.Env)
+	n := 0
+	for _, v := range c.Env {
+		if strings.Contains(v, pw) {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "the password is in the env once (TestPasswordOnlyInTheEnv)")
 	script, argv := start(c)
 	assert.Contains(t, script, `exec docker-entrypoint.sh "$@"`, "the image's entrypoint starts the server")
 	assert.Equal(t, []string{"mariadbd", "--tmpdir=/var/lib/sandboxer/tmp", "--innodb-flush-log-at-trx-commit=0",
