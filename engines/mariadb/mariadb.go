@@ -51,6 +51,11 @@ const (
 	tmpDir  = "/var/lib/sandboxer/tmp"
 )
 
+// installCnfDir is a directory whose *.cnf every server of the image
+// reads (/etc/mysql/my.cnf's !includedir, in the official image and in
+// Debian's packages alike).
+const installCnfDir = "/etc/mysql/conf.d"
+
 // Spec describes the mariadb engine. Its short name "maria" is no longer
 // than "redis" or "mongo", so it leaves the longest owner id as it was.
 // A cold start runs mariadb-install-db, a temporary server and then the
@@ -81,7 +86,22 @@ func (Engine) Spec() engines.Spec {
 // account a sandbox emits may CREATE DATABASE (a per-test database, a
 // consumer's own fixtures). Nothing in it is a secret: the user's name
 // is escaped the way the entrypoint escapes it.
+//
+// The redo log's size is also written to a config file (installCnf) that
+// every server of the image reads, mariadb-install-db's bootstrap server
+// included: that one creates the redo log, and the official image hands
+// it the server's arguments but an image that does not (the stand-in)
+// would create it at InnoDB's default, 96 MiB, on the bounded data
+// tmpfs, where a small budget then has no room left for the undo
+// tablespaces and the first start fails.
 const mariadbStart = `chown mysql:mysql "` + tmpDir + `"
+for a; do
+	case "$a" in
+	--innodb-log-file-size=*)
+		mkdir -p "` + installCnfDir + `"
+		printf '[mysqld]\ninnodb_log_file_size=%s\n' "${a#*=}" >"` + installCnfDir + `/sandboxer.cnf" ;;
+	esac
+done
 cat >/docker-entrypoint-initdb.d/sandboxer-grant.sh <<'EOF'
 sandboxer_user=$(printf '%s' "$MARIADB_USER" | sed -e 's/\\/\\\\/g' -e "s/'/\\\\'/g")
 docker_process_sql --database=mysql <<EOSQL

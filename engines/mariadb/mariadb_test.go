@@ -211,6 +211,7 @@ func TestStartScript(t *testing.T) {
 	initd := filepath.Join(dir, "initdb.d")
 	tmp := filepath.Join(dir, "tmp")
 	bin := filepath.Join(dir, "bin")
+	cnf := filepath.Join(dir, "conf.d") // made by the script
 	for _, d := range []string{initd, tmp, bin} {
 		require.NoError(t, os.Mkdir(d, 0o755))
 	}
@@ -219,9 +220,9 @@ func TestStartScript(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "chown"), []byte("#!/bin/sh\necho chown \"$@\" >>\"$LOG\"\n"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "docker-entrypoint.sh"), []byte("#!/bin/sh\necho entrypoint \"$@\" >>\"$LOG\"\n"), 0o755))
 
-	c := mariadb.Engine{}.Container(engines.Credentials{User: `o'bri\en`, Password: pw, Database: "sandbox"}, engines.Limits{}, engines.Image{})
+	c := mariadb.Engine{}.Container(engines.Credentials{User: `o'bri\en`, Password: pw, Database: "sandbox"}, engines.Limits{MemoryBytes: 256 * mib}, engines.Image{})
 	script, argv := start(c)
-	script = strings.NewReplacer("/docker-entrypoint-initdb.d", initd, "/var/lib/sandboxer/tmp", tmp).Replace(script)
+	script = strings.NewReplacer("/docker-entrypoint-initdb.d", initd, "/var/lib/sandboxer/tmp", tmp, "/etc/mysql/conf.d", cnf).Replace(script)
 	log := filepath.Join(dir, "log")
 	cmd := exec.Command(sh, append([]string{"-c", script, "sandboxer-mariadb"}, argv...)...)
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "LOG="+log)
@@ -233,6 +234,10 @@ func TestStartScript(t *testing.T) {
 	got, err := os.ReadFile(log)
 	require.NoError(t, err)
 	assert.Equal(t, "chown mysql:mysql "+tmp+"\nentrypoint "+strings.Join(argv, " ")+"\n", string(got))
+	installCnf, err := os.ReadFile(filepath.Join(cnf, "sandboxer.cnf"))
+	require.NoError(t, err)
+	assert.Equal(t, "[mysqld]\ninnodb_log_file_size=16M\n", string(installCnf),
+		"mariadb-install-db's server creates the redo log at the budget's size, whatever the image hands it")
 
 	initScript := filepath.Join(initd, "sandboxer-grant.sh")
 	fi, err := os.Stat(initScript)
