@@ -22,7 +22,7 @@ build: ## build the CLI into bin/sandboxer
 	@if [ -d cmd/sandboxer ]; then $(GO) build -o bin/sandboxer ./cmd/sandboxer && echo bin/sandboxer; \
 	else echo "cmd/sandboxer does not exist yet: nothing to build"; $(GO) build ./...; fi
 
-demo: ## offline demo on Docker only: Docker and the stand-in images, postgres+redis+mongo with real clients, env masked, teardown; one line per step with its duration
+demo: ## offline demo on Docker only: Docker and the stand-in images, every engine with its real client, env masked, teardown; one line per step with its duration
 	@# Only what the demo uses: Docker (SANDBOXER_RUNTIMES=docker; no Podman,
 	@# containerd or Kubernetes to build or start) and the stand-in images.
 	@# Each step's output goes to build/demo-<step>.log; the demo's own

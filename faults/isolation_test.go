@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all/alltest"
+	"github.com/roboco/sandboxer/engines/enginetest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -130,8 +132,8 @@ const maxRearms = 5
 const kubeNoEnforcer = "the test cluster of make env runs the bridge CNI alone, no NetworkPolicy enforcer: " +
 	"the adapter's per-network NetworkPolicy is created but nothing enforces it (doctor warns)"
 
-// TestOwnersCannotReachEachOther: owners A and B, each with postgres,
-// redis and mongo made by `sandboxer up` (host mode, then both
+// TestOwnersCannotReachEachOther: owners A and B, each with a sandbox of
+// every engine made by `sandboxer up` (host mode, then both
 // `--private`). From a busybox made with the runtime's own CLI (docker
 // run, podman run, the rootless user's podman run; the adapter on
 // containerd, where ctr joins no CNI network) on the runtime's default
@@ -216,7 +218,7 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 		require.Zero(t, res.code, "up --owner %s: %s", id, res.stderr)
 		var rep upReport
 		require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep), "up's JSON report")
-		require.Len(t, rep.Containers, 3, "up made postgres, redis and mongo")
+		require.Len(t, rep.Containers, len(allEngines), "up made every engine's sandbox")
 		t.Logf("up --owner %s (%s mode) in %s, network %q", id, mode, res.elapsed.Round(time.Millisecond), rep.Network)
 		return rep
 	}
@@ -324,7 +326,7 @@ func ownersIsolated(t *testing.T, e *testruntimes.World, mode string, private bo
 				own.container(t, ctx, agent, e.Images[c.Engine], sharedNet, e.TestLabels(), "sleep", "3600")
 				own.connect(t, ctx, netA, agent)
 			}
-			script, want := clientLogin(c.Engine)
+			script, want := clientLogin(t, c.Engine)
 			var last ownResult
 			testkit.Poll(t, time.Minute, time.Second, func() error {
 				var res ownResult
@@ -545,17 +547,14 @@ func probe(ctx context.Context, own ownTool, container string, bash bool, ip str
 }
 
 // clientLogin is the shell line that logs in with engine's own client at
-// $URL, and what it prints when it did.
-func clientLogin(engine string) (script, want string) {
-	switch engine {
-	case "postgres":
-		return `exec psql "$URL" -tAc 'select 40 + 2'`, "42"
-	case "redis":
-		return `exec redis-cli -u "$URL" --no-auth-warning ping`, "PONG"
-	case "mongo":
-		return `exec mongosh "$URL" --quiet --eval 'db.runCommand({ping: 1}).ok'`, "1"
-	}
-	panic("no client login for engine " + engine)
+// $URL, and what it prints when it did: its test kit's CLILogin.
+func clientLogin(t testing.TB, engine string) (script, want string) {
+	t.Helper()
+	eng, ok := engines.Default.Lookup(engine)
+	require.True(t, ok, engine)
+	kit, err := enginetest.KitOf(eng)
+	require.NoError(t, err)
+	return kit.CLILogin()
 }
 
 // enginePort is the port engine's server listens on in its container.

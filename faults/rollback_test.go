@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
-	"github.com/roboco/sandboxer/engines/mongo"
-	"github.com/roboco/sandboxer/engines/postgres"
 	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
@@ -113,7 +111,7 @@ func TestProbeNeverReady(t *testing.T) {
 		e := testruntimes.NewWorld(t, b)
 		ctx := testkit.Context(t, 3*time.Minute)
 		e.Warm()
-		reg := engines.MustRegistry(postgres.Engine{}, stuckRedis{}, mongo.Engine{})
+		reg := registryWith(stuckRedis{})
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		p, err := provision.New(rec, provision.Options{
 			Registry: reg, LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" },

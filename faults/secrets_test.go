@@ -18,8 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/roboco/sandboxer/engines"
-	"github.com/roboco/sandboxer/engines/mongo"
-	"github.com/roboco/sandboxer/engines/postgres"
 	"github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
@@ -93,7 +91,7 @@ func TestNoPasswordInDebugLogs(t *testing.T) {
 
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		leaky, err := provision.New(rec, provision.Options{
-			Registry:    engines.MustRegistry(postgres.Engine{}, leakyRedis{}, mongo.Engine{}),
+			Registry:    registryWith(leakyRedis{}),
 			LabelPrefix: e.Prefix, Images: e.Images, Getenv: func(string) string { return "" },
 			Logger: logger, OnEvent: onEvent,
 			Readiness: provision.ReadinessExec, // the leak under test is the exec probe's output

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -26,8 +28,7 @@ import (
 
 	"github.com/roboco/sandboxer/bench"
 	"github.com/roboco/sandboxer/engines"
-	mongoengine "github.com/roboco/sandboxer/engines/mongo"
-	"github.com/roboco/sandboxer/engines/postgres"
+	"github.com/roboco/sandboxer/engines/mariadb"
 	redisengine "github.com/roboco/sandboxer/engines/redis"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
@@ -120,12 +121,25 @@ func TestProvisionHostMode(t *testing.T) {
 			require.NoError(t, err, "the discrete variables work too")
 			assert.EqualValues(t, 1, n)
 		})
+		t.Run("MariaDBWithGoSQLDriver", func(t *testing.T) {
+			require.NoError(t, mariadbWriteRead(ctx, env["ROBOCO_TEST_MYSQL_URL"], "host"))
+			cfg := mysql.NewConfig()
+			cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(env["ROBOCO_TEST_MYSQL_HOST"], env["ROBOCO_TEST_MYSQL_PORT"])
+			cfg.User, cfg.Passwd, cfg.DBName = env["ROBOCO_TEST_MYSQL_USER"], env["ROBOCO_TEST_MYSQL_PASSWORD"], env["ROBOCO_TEST_MYSQL_NAME"]
+			conn, err := mysql.NewConnector(cfg)
+			require.NoError(t, err)
+			db := sql.OpenDB(conn)
+			defer db.Close()
+			var n int
+			require.NoError(t, db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sandboxer_t").Scan(&n), "the discrete variables work too")
+			assert.Equal(t, 1, n)
+		})
 
 		start = time.Now()
 		removed, err := p.Teardown(ctx, id)
 		require.NoError(t, err)
 		t.Logf("every engine torn down in %s", time.Since(start).Round(time.Millisecond))
-		assert.Len(t, removed, 3)
+		assert.Len(t, removed, len(allEngines))
 		assert.Empty(t, e.Owned(ctx, p, id), "zero containers carry the owner label")
 		if b.DanglingVolumes != nil {
 			after, err := b.DanglingVolumes(ctx)
@@ -184,6 +198,11 @@ func TestProvisionSiblingMode(t *testing.T) {
 				"sibling"},
 			{"Mongosh", e.Images["mongo"],
 				`mongosh "$ROBOCO_TEST_MONGO_URL" --quiet --eval 'db.t.insertOne({v: "sibling"}); print(db.t.findOne().v)'`,
+				"sibling"},
+			{"MariaDB", e.Images["mariadb"],
+				// The client takes no URL: the separate variables, the
+				// password in the client's env.
+				`MYSQL_PWD="$ROBOCO_TEST_MYSQL_PASSWORD" mariadb --skip-ssl -h "$ROBOCO_TEST_MYSQL_HOST" -P "$ROBOCO_TEST_MYSQL_PORT" -u "$ROBOCO_TEST_MYSQL_USER" -D "$ROBOCO_TEST_MYSQL_NAME" --batch --skip-column-names -e "create table t (v text); insert into t values ('sibling'); select v from t"`,
 				"sibling"},
 		}
 		for _, tt := range tests {
@@ -325,7 +344,7 @@ func TestRollbackOnProbeNeverReady(t *testing.T) {
 	testruntimes.ForEach(t, func(t *testing.T, b testruntimes.Runtime) {
 		e := newEnv(t, b)
 		ctx := testkit.Context(t, 3*time.Minute)
-		reg := engines.MustRegistry(postgres.Engine{}, wrongPasswordRedis{}, mongoengine.Engine{})
+		reg := registryWith(wrongPasswordRedis{})
 		rec := &testruntimes.Recorder{ContainerRuntime: b.RT}
 		// The exec probe's failure (the wire check's: TestWireCheckOfAServerThatNeverAcceptsThePassword).
 		p, err := provision.New(rec, provision.Options{LabelPrefix: e.Prefix, Images: e.Images, Registry: reg, Getenv: func(string) string { return "" }, Readiness: provision.ReadinessExec})
@@ -503,6 +522,35 @@ func redisWriteRead(ctx context.Context, url, value string) error {
 	}
 	got, err := c.Get(ctx, "sandboxer:k").Result()
 	if err != nil {
+		return err
+	}
+	if got != value {
+		return fmt.Errorf("read %q, wrote %q", got, value)
+	}
+	return nil
+}
+
+// mariadbWriteRead writes value and reads it back with go-sql-driver/mysql
+// at the emitted URL (mariadb.Config: the driver takes a DSN of its own).
+func mariadbWriteRead(ctx context.Context, url, value string) error {
+	cfg, err := mariadb.Config(url)
+	if err != nil {
+		return err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE sandboxer_t (v TEXT)"); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO sandboxer_t VALUES (?)", value); err != nil {
+		return err
+	}
+	var got string
+	if err := db.QueryRowContext(ctx, "SELECT v FROM sandboxer_t").Scan(&got); err != nil {
 		return err
 	}
 	if got != value {

@@ -3,6 +3,7 @@ package janitor_test
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,12 +15,13 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/fakeruntime"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
 
 // TestSweepsNeverTouchAnInFlightProvision is the race rule: while a
-// provision is in progress (its three sandboxes exist, their readiness
+// provision is in progress (its sandboxes exist, one per engine, their readiness
 // probes are held), neither sweeps — up to the last millisecond of the
 // grace window — nor a concurrent provision's stale pre-clear may remove
 // them. Once the provision is done and the grace is over, the owner (which
@@ -30,10 +32,12 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 	w.fake.AddImage("postgres:16-alpine", "/var/lib/postgresql/data")
 	w.fake.AddImage("redis:8-alpine", "/data")
 	w.fake.AddImage("mongo:8", "/data/db", "/data/configdb")
+	w.fake.AddImage("mariadb:11", "/var/lib/mysql")
 	w.fake.Script("pg_isready", fakeruntime.Result{Stdout: "accepting connections"})
 	w.fake.Script("psql", fakeruntime.Result{Stdout: "1\n"})
 	w.fake.Script("redis-cli", fakeruntime.Result{Stdout: "PONG\n"})
 	w.fake.Script("mongosh", fakeruntime.Result{Stdout: "1\n"})
+	w.fake.Script("mariadb", fakeruntime.Result{Stdout: "1\n"})
 
 	release := make(chan struct{})
 	var held atomic.Int32
@@ -66,9 +70,9 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 		sb, err := p.Provision(ctx, "42", services)
 		done <- result{sb, err}
 	}()
-	require.Eventually(t, func() bool { return held.Load() >= 3 }, 10*time.Second, time.Millisecond,
-		"all three sandboxes created and probing")
-	require.Len(t, w.names(), 3)
+	require.Eventually(t, func() bool { return held.Load() >= int32(len(services)) }, 10*time.Second, time.Millisecond,
+		"every engine's sandbox created and probing")
+	require.Len(t, w.names(), len(services))
 
 	j := w.janitor(janitor.Options{})
 	step := janitor.DefaultGrace / 10
@@ -76,12 +80,12 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 		rep, err := j.Sweep(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, rep.Removed, "at +%s", elapsed)
-		assert.Len(t, rep.Skipped, 3, "at +%s", elapsed)
+		assert.Len(t, rep.Skipped, len(services), "at +%s", elapsed)
 		if elapsed+step >= janitor.DefaultGrace {
 			w.clock.Advance(janitor.DefaultGrace - elapsed - time.Millisecond)
 			rep, err := j.Sweep(ctx)
 			require.NoError(t, err)
-			assert.Len(t, rep.Skipped, 3, "the last millisecond of grace")
+			assert.Len(t, rep.Skipped, len(services), "the last millisecond of grace")
 			break
 		}
 		w.clock.Advance(step)
@@ -89,7 +93,7 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 
 	_, err = p.Provision(ctx, "42", []string{"redis"})
 	require.ErrorIs(t, err, provision.ErrConflict, "a concurrent provision's pre-clear must not take the in-flight sandbox")
-	require.Len(t, w.names(), 3)
+	require.Len(t, w.names(), len(services))
 
 	close(release)
 	var res result
@@ -99,12 +103,17 @@ func TestSweepsNeverTouchAnInFlightProvision(t *testing.T) {
 		t.Fatal("the provision did not finish")
 	}
 	require.NoError(t, res.err)
-	assert.Equal(t, []string{"roboco-sandbox-mongo-42", "roboco-sandbox-pg-42", "roboco-sandbox-redis-42"}, w.names())
+	var want []string
+	for _, e := range engines.Default.All() {
+		want = append(want, provision.ContainerName(labels.DefaultPrefix, e.Spec().Short, "42"))
+	}
+	slices.Sort(want)
+	assert.Equal(t, want, w.names(), "one sandbox per engine, roboco-sandbox-pg-42 and the others")
 
 	w.clock.Advance(time.Millisecond) // grace over; roboco-agent-42 never came
 	rep, err := j.Sweep(ctx)
 	require.NoError(t, err)
-	assert.Len(t, rep.Removed, 3)
+	assert.Len(t, rep.Removed, len(services))
 	assert.Empty(t, w.names())
 }
 

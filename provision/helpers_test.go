@@ -44,10 +44,12 @@ func newWorld(t *testing.T) *world {
 	f.AddImage("postgres:16-alpine", "/var/lib/postgresql/data")
 	f.AddImage("redis:8-alpine", "/data")
 	f.AddImage("mongo:8", "/data/db", "/data/configdb")
+	f.AddImage("mariadb:11", "/var/lib/mysql")
 	f.Script("pg_isready", fakeruntime.Result{Stdout: "accepting connections"})
 	f.Script("psql", fakeruntime.Result{Stdout: "1\n"})
 	f.Script("redis-cli", fakeruntime.Result{Stdout: "PONG\n"})
 	f.Script("mongosh", fakeruntime.Result{Stdout: "1\n"})
+	f.Script("mariadb", fakeruntime.Result{Stdout: "1\n"})
 	return &world{t: t, fake: f, logs: &syncBuffer{}}
 }
 

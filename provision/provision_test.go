@@ -403,8 +403,12 @@ func TestImageOverrides(t *testing.T) {
 	opts.MemoryBytes = 256 << 20
 	opts.CPUs = 0.5
 	p := w.provisioner(opts)
-	assert.Equal(t, map[string]string{"postgres": "mirror/pg:16", "redis": "mirror/redis:8", "mongo": "mongo:8"}, p.Images(),
-		"explicit override, then SANDBOXER_IMAGE_<ENGINE>, then the default")
+	want := map[string]string{}
+	for _, e := range engines.Default.All() {
+		want[e.Spec().Name] = e.Spec().Image
+	}
+	want["postgres"], want["redis"] = "mirror/pg:16", "mirror/redis:8"
+	assert.Equal(t, want, p.Images(), "explicit override, then SANDBOXER_IMAGE_<ENGINE>, then the default")
 	sb, err := p.Provision(ctxT(t), "1", []string{"postgres", "redis"})
 	require.NoError(t, err)
 	assert.Equal(t, "mirror/pg:16", sb.Containers[0].Image)

@@ -2,6 +2,7 @@ package sandboxtest_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -26,6 +28,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/roboco/sandboxer/engines"
+	"github.com/roboco/sandboxer/engines/mariadb"
 	"github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	"github.com/roboco/sandboxer/internal/testenv"
 	"github.com/roboco/sandboxer/internal/testkit"
@@ -185,6 +188,75 @@ var clients = map[string]client{
 			return c.ListDatabaseNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: names}}}})
 		},
 	},
+	"mariadb": {
+		write: func(ctx context.Context, rawURL, marker string) error {
+			db, err := mariadbClient(rawURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS items (marker TEXT NOT NULL)"); err != nil {
+				return err
+			}
+			_, err = db.ExecContext(ctx, "INSERT INTO items (marker) VALUES (?)", marker)
+			return err
+		},
+		read: func(ctx context.Context, rawURL string) ([]string, error) {
+			db, err := mariadbClient(rawURL)
+			if err != nil {
+				return nil, err
+			}
+			defer db.Close()
+			return mariadbStrings(ctx, db, "SELECT marker FROM items ORDER BY marker")
+		},
+		left: func(ctx context.Context, serverURL string, names []string) ([]string, error) {
+			db, err := mariadbClient(serverURL)
+			if err != nil {
+				return nil, err
+			}
+			defer db.Close()
+			var out []string
+			for _, n := range names {
+				got, err := mariadbStrings(ctx, db, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", n)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, got...)
+			}
+			return out, nil
+		},
+	},
+}
+
+// mariadbClient opens rawURL with go-sql-driver/mysql.
+func mariadbClient(rawURL string) (*sql.DB, error) {
+	cfg, err := mariadb.Config(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
+}
+
+// mariadbStrings is the one column of query's rows.
+func mariadbStrings(ctx context.Context, db *sql.DB, query string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
 
 func redisClient(rawURL string) (*redis.Client, error) {
@@ -211,7 +283,7 @@ func serverURL(t testing.TB, engine, rawURL string) string {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	require.NoError(t, err)
-	u.Path = map[string]string{"postgres": "/postgres", "redis": "/0", "mongo": "/admin"}[engine]
+	u.Path = map[string]string{"postgres": "/postgres", "redis": "/0", "mongo": "/admin", "mariadb": ""}[engine]
 	return u.String()
 }
 

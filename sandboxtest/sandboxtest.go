@@ -1,6 +1,7 @@
-// Package sandboxtest gives Go tests throwaway Postgres, Redis and Mongo:
-// the peer of testcontainers' modules, on Docker, Podman or containerd, and
-// without a reaper sidecar.
+// Package sandboxtest gives Go tests throwaway databases of every engine
+// sandboxer has (Postgres, Redis, Mongo, MariaDB): the peer of
+// testcontainers' modules, on Docker, Podman or containerd, and without a
+// reaper sidecar.
 //
 //	func TestStore(t *testing.T) {
 //		sb := sandboxtest.Postgres(t)
@@ -9,10 +10,10 @@
 //	}
 //
 // It links the postgres engine and its test kit, and no other engine's
-// client: Redis and Mongo are opted into by importing their test kits,
-// whose helpers these are (redistest.Sandbox and redistest.DB,
-// mongotest.Sandbox and mongotest.DB); Start and NewDB serve any engine
-// the test binary links, and name the import to add for one it does not.
+// client: every other engine is opted into by importing its test kit
+// (engines/<name>/<name>test), whose helpers these are (redistest.Sandbox
+// and redistest.DB, and so on); Start and NewDB serve any engine the test
+// binary links, and name the import to add for one it does not.
 //
 // Each call provisions in host mode (ports published on 127.0.0.1) for a
 // generated owner id, with the engines' readiness probes passed before it

@@ -21,6 +21,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/janitor"
 	"github.com/roboco/sandboxer/labels"
+	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 	"github.com/roboco/sandboxer/runtime/detect"
 	"github.com/roboco/sandboxer/runtime/docker"
@@ -78,28 +79,32 @@ func listed(t *testing.T, rt runtime.ContainerRuntime, prefix string) []runtime.
 	return got
 }
 
+// TestEachEngineWithARealClient: a sandbox of every engine the binary
+// links, on Docker in host mode, takes a login of the engine's real client
+// (engines.WireChecker) at its DSN, and emits the engine's env for its
+// endpoint, the default user and database and its password.
 func TestEachEngineWithARealClient(t *testing.T) {
-	tests := []struct {
-		name    string
-		service string
-		// env are variables the sandbox must emit, with their values.
-		env map[string]string
-	}{
-		{name: "PostgresWithPgx", service: "postgres", env: map[string]string{"ROBOCO_TEST_DB_NAME": "sandbox"}},
-		{name: "RedisWithGoRedis", service: "redis"},
-		{name: "MongoWithMongoDriver", service: "mongo"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			opts, _ := onDocker(t, tt.service)
-			sb := sandboxtest.StartWith(t, opts, tt.service)
+	for _, e := range engines.Default.All() {
+		service := e.Spec().Name
+		t.Run(service, func(t *testing.T) {
+			opts, _ := onDocker(t, service)
+			sb := sandboxtest.StartWith(t, opts, service)
 			assert.Equal(t, "docker", sb.Runtime)
 			require.Len(t, sb.Containers, 1)
 			assert.Equal(t, "127.0.0.1", sb.Containers[0].Endpoint.Host, "host mode: published on loopback")
-			_, err := engines.Default.Login(testkit.Context(t, time.Minute), tt.service, sb.DSN(tt.service))
+			s, err := engines.Default.Login(testkit.Context(t, time.Minute), service, sb.DSN(service))
 			require.NoError(t, err, "the engine's real client logs in with the DSN")
-			for k, v := range tt.env {
-				assert.Equal(t, v, sb.Getenv(k), k)
+			t.Logf("%s logged in to %s", s.Client, s.Server)
+			pw := ""
+			for _, v := range sb.Env {
+				if _, isURL := engines.URLVar([]engines.EnvVar{v}); v.Secret && !isURL {
+					pw = v.Value
+				}
+			}
+			require.Len(t, pw, 2*engines.PasswordBytes, "a generated password is emitted")
+			cred := engines.Credentials{User: engines.DefaultUser, Password: pw, Database: engines.DefaultDatabase}
+			for _, v := range e.Env(provision.DefaultEnvPrefix, sb.Containers[0].Endpoint, cred) {
+				assert.Equal(t, v.Value, sb.Getenv(v.Name), v.Name)
 			}
 		})
 	}

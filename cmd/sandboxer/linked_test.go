@@ -36,7 +36,7 @@ func TestProgramsLinkTheirAdapters(t *testing.T) {
 	}{
 		{"github.com/roboco/sandboxer/cmd/sandboxer", detect.Choosable(), engines.Default.Names(), nil},
 		{"github.com/roboco/sandboxer/sandboxtest", []string{detect.Docker, detect.Podman}, []string{postgres.Engine{}.Spec().Name},
-			[]string{"github.com/redis/go-redis/", "go.mongodb.org/mongo-driver/", "github.com/containerd/containerd/", "k8s.io/client-go/"}},
+			[]string{"github.com/redis/go-redis/", "go.mongodb.org/mongo-driver/", "github.com/go-sql-driver/mysql", "github.com/containerd/containerd/", "k8s.io/client-go/"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg[strings.LastIndex(tt.pkg, "/")+1:], func(t *testing.T) {

@@ -9,6 +9,7 @@
 package all
 
 import (
+	_ "github.com/roboco/sandboxer/engines/mariadb"
 	_ "github.com/roboco/sandboxer/engines/mongo"
 	_ "github.com/roboco/sandboxer/engines/postgres"
 	_ "github.com/roboco/sandboxer/engines/redis"

@@ -31,6 +31,13 @@ type Kit interface {
 	// NewAllocator hands out the databases of the shared server at rawURL
 	// (its emitted URL), which runs with SharedArgs.
 	NewAllocator(rawURL string) (Allocator, error)
+	// CLILogin is a POSIX shell line that logs in at the URL in $URL (the
+	// URL the engine emits) with the engine's own command-line client, as
+	// the engine's image ships it, runs a cheap query and exits with its
+	// client's status; want is what it then prints. It is how the suites
+	// prove a sandbox is reached from another container or pod (an
+	// agent) the way a consumer there would, without a Go client.
+	CLILogin() (script, want string)
 }
 
 // Allocator is one engine's hand-out of per-test databases on a shared

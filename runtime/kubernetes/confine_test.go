@@ -83,7 +83,7 @@ func TestSandboxPodsPassPodSecurityBaseline(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.RemoveNetwork(context.Background(), network) })
 	images := map[string]string{}
-	for _, e := range []string{"postgres", "redis", "mongo"} {
+	for _, e := range engines.Default.Names() {
 		images[e] = testkit.Image(t, rt, e)
 	}
 	p, err := provision.New(rt, provision.Options{
@@ -101,9 +101,9 @@ func TestSandboxPodsPassPodSecurityBaseline(t *testing.T) {
 		defer cancel()
 		_, _ = p.Teardown(cctx, owner)
 	})
-	sb, err := p.Provision(ctx, owner, []string{"postgres", "redis", "mongo"})
+	sb, err := p.Provision(ctx, owner, engines.Default.Names())
 	require.NoError(t, err, "the sandboxes pass the baseline profile and get ready")
-	require.Len(t, sb.Containers, 3)
+	require.Len(t, sb.Containers, len(engines.Default.Names()))
 
 	for _, c := range sb.Containers {
 		t.Run(c.Engine, func(t *testing.T) {

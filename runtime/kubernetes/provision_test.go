@@ -2,7 +2,6 @@ package kubernetes_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -15,17 +14,18 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/provision"
 	"github.com/roboco/sandboxer/runtime"
 )
 
 // TestProvisionEveryEngineAsPods: the provisioner, which knows no adapter,
-// provisions postgres, redis and mongo on the cluster in network mode (a
-// cluster publishes nothing on the host), the kubelet pulling the images;
-// each is ready by its engine's real client at its pod address, which the
-// test's own clients (pgx, go-redis, mongo-driver) reach with the env
-// handed out; teardown leaves no pod or Secret of theirs, and leaves the
+// provisions every engine on the cluster in network mode (a cluster
+// publishes nothing on the host), the kubelet pulling the images; each is
+// ready by its engine's real client at its pod address, which the test's
+// own clients (pgx, go-redis, mongo-driver) and every engine's login
+// (engines.WireChecker) reach with the env handed out; teardown leaves no pod or Secret of theirs, and leaves the
 // network (the test's), whose RemoveNetwork then leaves no ConfigMap, as
 // kubectl sees.
 func TestProvisionEveryEngineAsPods(t *testing.T) {
@@ -37,7 +37,7 @@ func TestProvisionEveryEngineAsPods(t *testing.T) {
 	require.NoError(t, err)
 
 	images := map[string]string{}
-	for _, e := range []string{"postgres", "redis", "mongo"} {
+	for _, e := range engines.Default.Names() {
 		images[e] = testkit.Image(t, h.rt, e)
 	}
 	p, err := provision.New(h.rt, provision.Options{
@@ -56,9 +56,9 @@ func TestProvisionEveryEngineAsPods(t *testing.T) {
 		_, _ = p.Teardown(cctx, owner)
 	})
 	start := time.Now()
-	sb, err := p.Provision(ctx, owner, []string{"postgres", "redis", "mongo"})
+	sb, err := p.Provision(ctx, owner, engines.Default.Names())
 	require.NoError(t, err)
-	t.Logf("postgres, redis and mongo provisioned as pods in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("%s provisioned as pods in %s", strings.Join(engines.Default.Names(), ", "), time.Since(start).Round(time.Millisecond))
 	env := sb.Map()
 
 	t.Run("PostgresWithPgx", func(t *testing.T) {
@@ -88,7 +88,14 @@ func TestProvisionEveryEngineAsPods(t *testing.T) {
 		require.NoError(t, err)
 	})
 	for _, c := range sb.Containers {
-		assert.Equal(t, h.cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.status.podIP}"), env[fmt.Sprintf("ROBOCO_TEST_%s", hostVar(c.Engine))], "%s is reached at its pod IP", c.Name)
+		t.Run(c.Engine+"Login", func(t *testing.T) {
+			url, ok := sb.Lookup(engines.Default.URLName(c.Engine, provision.DefaultEnvPrefix))
+			require.True(t, ok)
+			s, err := engines.Default.Login(ctx, c.Engine, url)
+			require.NoError(t, err, "the engine's real client logs in with the env handed out")
+			t.Logf("%s: %s logged in to %s", c.Name, s.Client, s.Server)
+		})
+		assert.Equal(t, h.cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.status.podIP}"), env[hostVar(c.Engine)], "%s is reached at its pod IP", c.Name)
 	}
 
 	for _, c := range sb.Containers {
@@ -96,7 +103,7 @@ func TestProvisionEveryEngineAsPods(t *testing.T) {
 	}
 	removed, err := p.Teardown(ctx, owner)
 	require.NoError(t, err)
-	assert.Len(t, removed, 3)
+	assert.Len(t, removed, len(engines.Default.Names()))
 	assert.Empty(t, h.cl.kubectl(t, ctx, "get", "pods", "-l", adapterLabel+"="+h.id, "-o", "name"), "teardown leaves no pod")
 	for _, c := range sb.Containers {
 		assert.NoError(t, h.cl.gone(t, ctx, c.Name), "teardown leaves no pod or Secret of %s", c.Name)
@@ -107,8 +114,14 @@ func TestProvisionEveryEngineAsPods(t *testing.T) {
 	assert.Empty(t, h.cl.kubectl(t, ctx, "get", cm, "--ignore-not-found", "-o", "name"), "RemoveNetwork leaves no ConfigMap")
 }
 
-// hostVar is the emitted env variable (after the prefix) that holds an
-// engine's host.
+// hostVar is the emitted env variable that holds an engine's host: the one
+// whose value is the endpoint's host.
 func hostVar(engine string) string {
-	return map[string]string{"postgres": "DB_HOST", "redis": "REDIS_HOST", "mongo": "MONGO_HOST"}[engine]
+	e, _ := engines.Default.Lookup(engine)
+	for _, v := range e.Env(provision.DefaultEnvPrefix, engines.Endpoint{Host: "host.invalid", Port: 1}, engines.Credentials{}) {
+		if v.Value == "host.invalid" {
+			return v.Name
+		}
+	}
+	return ""
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/roboco/sandboxer/engines"
+	_ "github.com/roboco/sandboxer/engines/all/alltest"
+	"github.com/roboco/sandboxer/engines/enginetest"
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
@@ -126,27 +129,25 @@ func (cl *cluster) deleteAgent(t *testing.T, ctx context.Context, agent string, 
 	return time.Since(start)
 }
 
-// TestSandboxesServeRealClientsInOtherPods provisions postgres, redis and
-// mongo on the cluster, then logs in to each from a pod of its own, with
-// the engine's own client (psql, redis-cli, mongosh) from the stand-in
-// image, at the URL the provisioner handed out: the pod address, reached
+// TestSandboxesServeRealClientsInOtherPods provisions every engine on the
+// cluster, then logs in to each from a pod of its own, with the engine's
+// own client (its kit's CLILogin: psql, redis-cli, mongosh, mariadb) from
+// the stand-in image, at the URL the provisioner handed out: the pod address, reached
 // across the cluster's pod network.
 func TestSandboxesServeRealClientsInOtherPods(t *testing.T) {
 	cl, w := world(t)
 	ctx := testkit.Context(t, 8*time.Minute)
 	p := networkProvisioner(ctx, w)
-	sb, err := p.Provision(ctx, w.Owner("wire"), []string{"postgres", "redis", "mongo"})
+	sb, err := p.Provision(ctx, w.Owner("wire"), engines.Default.Names())
 	require.NoError(t, err)
-	require.Len(t, sb.Containers, 3)
+	require.Len(t, sb.Containers, len(engines.Default.Names()))
 
-	clients := map[string][]string{
-		"postgres": {"sh", "-c", `exec psql "$URL" -tAc 'select 40 + 2'`},
-		"redis":    {"sh", "-c", `exec redis-cli -u "$URL" --no-auth-warning ping`},
-		"mongo":    {"sh", "-c", `exec mongosh "$URL" --quiet --eval 'db.runCommand({ping: 1}).ok'`},
-	}
-	want := map[string]string{"postgres": "42", "redis": "PONG", "mongo": "1"}
 	for _, c := range sb.Containers {
 		t.Run(c.Engine, func(t *testing.T) {
+			eng, _ := engines.Default.Lookup(c.Engine)
+			kit, err := enginetest.KitOf(eng)
+			require.NoError(t, err)
+			script, want := kit.CLILogin()
 			podIP := strings.TrimSpace(cl.kubectl(t, ctx, "get", "pod", c.Name, "-o", "jsonpath={.status.podIP}"))
 			require.NotEmpty(t, podIP)
 			assert.Equal(t, podIP, c.Endpoint.Host, "the handed-out address is the sandbox pod's")
@@ -156,7 +157,7 @@ func TestSandboxesServeRealClientsInOtherPods(t *testing.T) {
 			name := "client-" + c.Name
 			cl.apply(t, ctx, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  labels: {%q: \"1\"}\nstringData:\n  URL: %q\n", name, w.TestLabel(), url))
 			t.Cleanup(func() { cl.kubectl(t, context.Background(), "delete", "secret", name, "--ignore-not-found") })
-			cl.apply(t, ctx, podYAML(w, cl.node, name, w.Images[c.Engine], name, clients[c.Engine]...))
+			cl.apply(t, ctx, podYAML(w, cl.node, name, w.Images[c.Engine], name, "sh", "-c", script))
 			testkit.Poll(t, 3*time.Minute, 200*time.Millisecond, func() error {
 				if ph := cl.phase(t, ctx, name); ph != "Succeeded" && ph != "Failed" {
 					return fmt.Errorf("client pod %s is %q", name, ph)
@@ -165,7 +166,7 @@ func TestSandboxesServeRealClientsInOtherPods(t *testing.T) {
 			})
 			logs := strings.TrimSpace(cl.kubectl(t, ctx, "logs", name))
 			require.Equal(t, "Succeeded", cl.phase(t, ctx, name), "the client's output: %s", logs)
-			assert.Equal(t, want[c.Engine], logs)
+			assert.Equal(t, want, logs)
 		})
 	}
 }

@@ -6,6 +6,7 @@
 package alltest
 
 import (
+	_ "github.com/roboco/sandboxer/engines/mariadb/mariadbtest"
 	_ "github.com/roboco/sandboxer/engines/mongo/mongotest"
 	_ "github.com/roboco/sandboxer/engines/postgres/postgrestest"
 	_ "github.com/roboco/sandboxer/engines/redis/redistest"

@@ -79,6 +79,12 @@ func (a *alloc) Close() {
 	_ = a.c.Disconnect(ctx)
 }
 
+// CLILogin pings with mongosh at the URL. mongosh keeps its state under
+// $HOME: a caller without a HOME of its own to write in sets one.
+func (Kit) CLILogin() (string, string) {
+	return `exec mongosh "$URL" --quiet --eval 'db.runCommand({ping: 1}).ok'`, "1"
+}
+
 // client is a mongo-driver client for rawURL with retries off.
 func client(rawURL string) (*mongodriver.Client, error) {
 	return mongodriver.Connect(options.Client().ApplyURI(rawURL).SetRetryWrites(false).SetRetryReads(false).

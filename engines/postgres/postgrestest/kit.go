@@ -38,6 +38,9 @@ func (Kit) NewAllocator(rawURL string) (enginetest.Allocator, error) {
 	return newPostgresAlloc(rawURL)
 }
 
+// CLILogin asks psql, at the URL, for 40 + 2.
+func (Kit) CLILogin() (string, string) { return `exec psql "$URL" -tAc 'select 40 + 2'`, "42" }
+
 // pgDiskFull is SQLSTATE 53100, disk_full: "could not extend file ...: No
 // space left on device".
 const pgDiskFull = "53100"

@@ -98,6 +98,12 @@ func (a *alloc) Release(ctx context.Context, name string) error {
 // Close closes the allocator's client.
 func (a *alloc) Close() { _ = a.c.Close() }
 
+// CLILogin pings with redis-cli at the URL (which names its user,
+// default: see redis.User).
+func (Kit) CLILogin() (string, string) {
+	return `exec redis-cli -u "$URL" --no-auth-warning ping`, "PONG"
+}
+
 // client is a go-redis client for rawURL with retries off.
 func client(rawURL string) (*goredis.Client, error) {
 	opts, err := goredis.ParseURL(rawURL)
