@@ -202,21 +202,8 @@ const Scheme = "mysql"
 
 // Env emits <P>_MYSQL_HOST, PORT, USER, PASSWORD, NAME and URL.
 func (Engine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials) []engines.EnvVar {
-	u := url.URL{
-		Scheme: Scheme,
-		User:   url.UserPassword(cred.User, cred.Password),
-		Host:   ep.HostPort(),
-		Path:   "/" + cred.Database,
-	}
-	p := prefix + "_MYSQL_"
-	return []engines.EnvVar{
-		{Name: p + "HOST", Value: ep.Host},
-		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
-		{Name: p + "USER", Value: cred.User},
-		{Name: p + "PASSWORD", Value: cred.Password, Secret: true},
-		{Name: p + "NAME", Value: cred.Database},
-		{Name: p + "URL", Value: u.String(), Secret: true},
-	}
+	u := engines.ConnURL(Scheme, cred.User, cred.Password, ep, cred.Database, "")
+	return engines.ConnEnv(prefix+"_MYSQL_", ep, u, append(engines.UserVars(cred), engines.EnvVar{Name: "NAME", Value: cred.Database})...)
 }
 
 // Config is go-sql-driver/mysql's configuration for rawURL, a URL of the

@@ -151,23 +151,9 @@ func (Engine) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.Pro
 
 // Env emits <P>_MONGO_HOST, PORT, USER, PASSWORD, DB, AUTH_DB and URL.
 func (Engine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials) []engines.EnvVar {
-	u := url.URL{
-		Scheme:   "mongodb",
-		User:     url.UserPassword(cred.User, cred.Password),
-		Host:     ep.HostPort(),
-		Path:     "/" + cred.Database,
-		RawQuery: "authSource=admin",
-	}
-	p := prefix + "_MONGO_"
-	return []engines.EnvVar{
-		{Name: p + "HOST", Value: ep.Host},
-		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
-		{Name: p + "USER", Value: cred.User},
-		{Name: p + "PASSWORD", Value: cred.Password, Secret: true},
-		{Name: p + "DB", Value: cred.Database},
-		{Name: p + "AUTH_DB", Value: "admin"},
-		{Name: p + "URL", Value: u.String(), Secret: true},
-	}
+	u := engines.ConnURL("mongodb", cred.User, cred.Password, ep, cred.Database, "authSource=admin")
+	vars := append(engines.UserVars(cred), engines.EnvVar{Name: "DB", Value: cred.Database}, engines.EnvVar{Name: "AUTH_DB", Value: "admin"})
+	return engines.ConnEnv(prefix+"_MONGO_", ep, u, vars...)
 }
 
 // mongoPing connects with mongo-driver and pings admin, with selection as

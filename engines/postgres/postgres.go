@@ -10,7 +10,6 @@ package postgres
 
 import (
 	"context"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -221,23 +220,9 @@ func (Engine) Probe(ep engines.Endpoint, cred engines.Credentials) []engines.Pro
 
 // Env emits <P>_DB_HOST, PORT, USER, PASSWORD, NAME, ADMIN_DB and URL.
 func (Engine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials) []engines.EnvVar {
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.UserPassword(cred.User, cred.Password),
-		Host:     ep.HostPort(),
-		Path:     "/" + cred.Database,
-		RawQuery: "sslmode=disable",
-	}
-	p := prefix + "_DB_"
-	return []engines.EnvVar{
-		{Name: p + "HOST", Value: ep.Host},
-		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
-		{Name: p + "USER", Value: cred.User},
-		{Name: p + "PASSWORD", Value: cred.Password, Secret: true},
-		{Name: p + "NAME", Value: cred.Database},
-		{Name: p + "ADMIN_DB", Value: "postgres"},
-		{Name: p + "URL", Value: u.String(), Secret: true},
-	}
+	u := engines.ConnURL("postgres", cred.User, cred.Password, ep, cred.Database, "sslmode=disable")
+	vars := append(engines.UserVars(cred), engines.EnvVar{Name: "NAME", Value: cred.Database}, engines.EnvVar{Name: "ADMIN_DB", Value: "postgres"})
+	return engines.ConnEnv(prefix+"_DB_", ep, u, vars...)
 }
 
 // Login connects with pgx and asks the server's version: a query, so the

@@ -12,7 +12,6 @@ package redis
 import (
 	"context"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -113,19 +112,8 @@ const User = "default"
 // Env emits <P>_REDIS_HOST, PORT, PASSWORD and URL (database 0, user
 // User).
 func (Engine) Env(prefix string, ep engines.Endpoint, cred engines.Credentials) []engines.EnvVar {
-	u := url.URL{
-		Scheme: "redis",
-		User:   url.UserPassword(User, cred.Password),
-		Host:   ep.HostPort(),
-		Path:   "/0",
-	}
-	p := prefix + "_REDIS_"
-	return []engines.EnvVar{
-		{Name: p + "HOST", Value: ep.Host},
-		{Name: p + "PORT", Value: strconv.Itoa(ep.Port)},
-		{Name: p + "PASSWORD", Value: cred.Password, Secret: true},
-		{Name: p + "URL", Value: u.String(), Secret: true},
-	}
+	u := engines.ConnURL("redis", User, cred.Password, ep, "0", "")
+	return engines.ConnEnv(prefix+"_REDIS_", ep, u, engines.EnvVar{Name: "PASSWORD", Value: cred.Password, Secret: true})
 }
 
 // Login connects with go-redis (AUTH with the URL's password), pings, and
