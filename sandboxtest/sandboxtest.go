@@ -21,6 +21,13 @@
 // the test binary runs and removes them if it dies without cleaning up.
 // Normally they are torn down by t.Cleanup.
 //
+// A database per test (NewDB, PostgresDB, redistest.DB, mongotest.DB)
+// lives on one shared sandbox per engine for the whole run: every test
+// binary of a `go test ./...` uses the same one, started by the first
+// that needs it and removed by Main of the last one out. It is owned by
+// the run (lifetime.Run): a janitor leaves it alone while any of those
+// binaries lives, and removes it once they have all died.
+//
 // The runtime is auto-detected as the CLI does it (SANDBOXER_RUNTIME,
 // DOCKER_HOST, CONTAINER_HOST, the well-known sockets; see runtime/detect),
 // and images are overridden by the same SANDBOXER_IMAGE_<ENGINE> variables.
@@ -135,7 +142,7 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 }
 
 // started is a provisioned sandbox and what tears it down: a test's own
-// (StartWith) or the test binary's shared one (shared.go).
+// (StartWith) or a shared one (shared.go, run.go).
 type started struct {
 	sb        provision.Sandbox
 	rt        runtime.ContainerRuntime

@@ -1,6 +1,6 @@
 // Package mongotest is the mongo engine's test kit (enginetest.Kit) and
 // its test helpers: Sandbox (a mongo sandbox per test) and DB (a database
-// per test on one shared mongo sandbox per test binary). Importing it is
+// per test on one shared mongo sandbox per run of test binaries). Importing it is
 // what links mongo and mongo-driver into a test binary: sandboxtest alone
 // links postgres only.
 //

@@ -1,6 +1,6 @@
 // Package redistest is the redis engine's test kit (enginetest.Kit) and
 // its test helpers: Sandbox (a redis sandbox per test) and DB (a logical
-// database per test on one shared redis sandbox per test binary).
+// database per test on one shared redis sandbox per run of test binaries).
 // Importing it is what links redis and go-redis into a test binary:
 // sandboxtest alone links postgres only.
 //
