@@ -445,7 +445,7 @@ func (a *postgresAlloc) Tidy(ctx context.Context) error {
 	names := a.drops
 	a.drops = nil
 	for _, t := range a.templates {
-		for t.ready != nil && len(t.ready) > 0 {
+		for len(t.ready) > 0 {
 			if c := <-t.ready; c.err == nil {
 				names = append(names, c.name)
 			}
