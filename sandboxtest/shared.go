@@ -143,6 +143,10 @@ func (s *server) start() {
 	if !opts.PerBinary {
 		path, err := runPath(s.key)
 		if err == nil {
+			// Not Linux: no run owner a janitor could judge.
+			_, err = lifetime.CurrentProcess()
+		}
+		if err == nil {
 			s.err = s.joinRun(opts, path)
 			return
 		}
