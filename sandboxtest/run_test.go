@@ -1,13 +1,10 @@
 package sandboxtest_test
 
 import (
-	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,33 +20,15 @@ import (
 	"github.com/roboco/sandboxer/sandboxtest"
 )
 
-// runshare is the test binary testdata/runshare compiled once, as `go
-// test` compiles a package's.
-var runshare = struct {
-	once sync.Once
-	path string
-	err  error
-}{}
-
+// runshareBinary compiles testdata/runshare, as `go test` compiles a
+// package's test binary (from the build cache after the first time).
 func runshareBinary(t *testing.T) string {
 	t.Helper()
-	runshare.once.Do(func() {
-		dir, err := os.MkdirTemp("", "sandboxtest-runshare-")
-		if err != nil {
-			runshare.err = err
-			return
-		}
-		runshare.path = filepath.Join(dir, "runshare.test")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "test", "-c", "-o", runshare.path, "./testdata/runshare").CombinedOutput()
-		if err != nil {
-			runshare.err = errors.New(string(out) + err.Error())
-		}
-	})
-	require.NoError(t, runshare.err, "go test -c ./testdata/runshare")
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(runshare.path)) })
-	return runshare.path
+	bin := filepath.Join(t.TempDir(), "runshare.test")
+	ctx := testkit.Context(t, 5*time.Minute)
+	out, err := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./testdata/runshare").CombinedOutput()
+	require.NoError(t, err, "go test -c ./testdata/runshare: %s", out)
+	return bin
 }
 
 // run is one `go test ./...` as the test sees it: its test binaries share
