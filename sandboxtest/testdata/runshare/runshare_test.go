@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/roboco/sandboxer/internal/poll"
+	_ "github.com/roboco/sandboxer/runtime/containerd" // the containerd row
 	"github.com/roboco/sandboxer/runtime/detect"
 	"github.com/roboco/sandboxer/sandboxtest"
 )
