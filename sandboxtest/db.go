@@ -99,11 +99,12 @@ func PostgresDB(t testing.TB, migrations Migrations) *DB {
 // sandbox of that engine, and returns it to the pool or drops it on
 // t.Cleanup. The shared sandbox is the run's: every test binary of the
 // user's on this host that runs meanwhile with the same Options (those of
-// one `go test ./...`, in parallel or one after another) uses one per
-// engine; the first call of the first binary starts it, and Main of the
-// last binary out removes it (Options.PerBinary: one per test binary,
-// removed by its Main). See run.go for how. It ends the test as StartWith does
-// when that is not possible. The engine and its test kit must be linked
+// one `go test ./...` that overlap) uses one per engine; the first call of
+// the first binary starts it, and Main of the last binary out removes it,
+// so that a binary that starts after that starts a new one
+// (Options.PerBinary: one per test binary, removed by its Main). See
+// run.go for how. It ends the test as StartWith does when that is not
+// possible. The engine and its test kit must be linked
 // (postgres always is; redistest and mongotest link theirs): else the
 // error names the import to add.
 func NewDB(t testing.TB, engine string, opts DBOptions) *DB {

@@ -25,8 +25,8 @@ const EnvRunDir = "SANDBOXTEST_RUN_DIR"
 
 // A shared sandbox of a run (the default; Options.PerBinary opts out) is
 // shared by every test binary of the user's that runs meanwhile with the
-// same Options on this host: the test binaries of one `go test ./...`,
-// in parallel or one after another. Its run file (lifetime.Join) is
+// same Options on this host: the test binaries of one `go test ./...`
+// that overlap. Its run file (lifetime.Join) is
 // <run dir>/<hash of the shared key>.run: each binary that uses the
 // sandbox holds a shared lock on it until Main, or until it dies; the
 // first one starts the sandbox under the run's creation lock and records
