@@ -232,3 +232,67 @@ func janitorNames(sbs []janitor.Sandbox) []string {
 	}
 	return out
 }
+
+// TestGoTestRunSharesOneServer: `go test -p 4` of four packages (testdata/
+// runshare and its b, c, d), each test binary taking a database and
+// holding it until told, runs on one postgres container, as the
+// runtime's own CLI lists while they run, and leaves none behind.
+func TestGoTestRunSharesOneServer(t *testing.T) {
+	testruntimes.ForEach(t, func(t *testing.T, r testruntimes.Runtime) {
+		rn := newRun(t, r)
+		pkgs := []string{"runshare", "b", "c", "d"}
+		args := []string{"test", "-count=1", "-p", "4", "-timeout=10m"}
+		for _, p := range pkgs {
+			if p == "runshare" {
+				args = append(args, "./testdata/runshare")
+			} else {
+				args = append(args, "./testdata/runshare/"+p)
+			}
+		}
+		ctx := testkit.Context(t, 10*time.Minute)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Env = append(os.Environ(),
+			"RUNSHARE_DIR="+rn.dir, "RUNSHARE_PREFIX="+rn.prefix,
+			"RUNSHARE_RUNTIME="+r.Detect.Runtime, "RUNSHARE_CONTAINER_HOST="+r.Detect.ContainerHost,
+			sandboxtest.EnvRunDir+"="+rn.runDir)
+		if r.Detect.UnenforcedLimits {
+			cmd.Env = append(cmd.Env, "RUNSHARE_UNENFORCED=1")
+		}
+		out := &testkit.SyncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+
+		containers := map[string]bool{}
+		err := poll.Until(ctx, 10*time.Minute, 50*time.Millisecond, func() error {
+			for _, p := range pkgs {
+				body, err := os.ReadFile(filepath.Join(rn.dir, p+".ready"))
+				if err != nil {
+					return err
+				}
+				containers[strings.Fields(string(body))[0]] = true
+			}
+			return nil
+		})
+		require.NoError(t, err, "every package's test holds a database; go test says:\n%s", out)
+		require.Len(t, containers, 1, "one shared sandbox for the four test binaries")
+		assert.Len(t, rn.containers(), 1, "the runtime's own CLI lists one container while they run")
+		for _, p := range pkgs {
+			require.NoError(t, os.WriteFile(filepath.Join(rn.dir, p+".release"), nil, 0o600))
+		}
+		select {
+		case err := <-done:
+			require.NoError(t, err, "go test passed:\n%s", out)
+		case <-ctx.Done():
+			t.Fatalf("go test did not end: %s", out)
+		}
+		assert.Empty(t, rn.containers(), "none left after the run")
+	})
+}
