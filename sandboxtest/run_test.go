@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/internal/testruntimes"
 	"github.com/roboco/sandboxer/janitor"
+	"github.com/roboco/sandboxer/labels"
 	"github.com/roboco/sandboxer/sandboxtest"
 )
 
@@ -295,4 +297,26 @@ func TestGoTestRunSharesOneServer(t *testing.T) {
 		}
 		assert.Empty(t, rn.containers(), "none left after the run")
 	})
+}
+
+// TestPerBinaryOptOut: Options.PerBinary gives the test binary a shared
+// sandbox of its own, owned by this process (process-owner labels), apart
+// from the run's (run-owner labels) under otherwise equal Options.
+func TestPerBinaryOptOut(t *testing.T) {
+	opts, rt := onDocker(t, "redis")
+	run := sandboxtest.NewDB(t, "redis", sandboxtest.DBOptions{Options: opts})
+	opts.PerBinary = true
+	own := sandboxtest.NewDB(t, "redis", sandboxtest.DBOptions{Options: opts})
+	require.NotEqual(t, run.Container, own.Container, "a sandbox each")
+
+	keys := labels.For(opts.LabelPrefix)
+	byName := map[string]map[string]string{}
+	for _, c := range listed(t, rt, opts.LabelPrefix) {
+		byName[c.Name] = c.Labels
+	}
+	require.Len(t, byName, 2)
+	assert.Equal(t, strconv.Itoa(os.Getpid()), byName[own.Container][keys.OwnerPID], "owned by this process")
+	assert.Empty(t, byName[own.Container][keys.OwnerRun])
+	assert.NotEmpty(t, byName[run.Container][keys.OwnerRun], "owned by the run")
+	assert.Empty(t, byName[run.Container][keys.OwnerPID])
 }
