@@ -190,7 +190,7 @@ func (j *Janitor) Sweep(ctx context.Context) (Report, error) {
 	for _, c := range snap.Matched {
 		sb, ownerErr := j.sandbox(c, now)
 		listed[sb.ID] = c
-		if ownerErr == nil && sb.Owner.Process.IsZero() && c.AdoptedBy != sb.Owner.Name && snap.Exists(sb.Owner.Name) {
+		if ownerErr == nil && sb.Owner.IsContainer() && c.AdoptedBy != sb.Owner.Name && snap.Exists(sb.Owner.Name) {
 			adoptable[sb.Owner.Name] = append(adoptable[sb.Owner.Name], sb)
 		}
 		switch {

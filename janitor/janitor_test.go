@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -1217,4 +1218,39 @@ func TestSweepSaysWhyASandboxEnded(t *testing.T) {
 	require.Len(t, rep.Removed, 2)
 	assert.Equal(t, "exited (OOM killed)", rep.Removed[0].Status)
 	assert.Equal(t, "exited (code 1)", rep.Removed[1].Status)
+}
+
+// TestSweepRunOwner: a sandbox owned by a run (lifetime.Run: the test
+// binaries of a `go test ./...` sharing it) is kept while a process takes
+// part in the run, whatever its owner container label says, and removed
+// once the last one has left; never adopted by a container of its name.
+func TestSweepRunOwner(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	path := filepath.Join(t.TempDir(), "x.run")
+	var run lifetime.Run
+	p, err := lifetime.Join(ctx, path, func(_ context.Context, r lifetime.Run, _ []byte) ([]byte, error) {
+		run = r
+		return []byte(`{}`), nil
+	}, func(context.Context, lifetime.Run, []byte) error { return errors.New("nobody else takes part") })
+	require.NoError(t, err)
+	w.agent("roboco-shared", runtime.StateRunning) // a container named as the owner label proves nothing
+	w.sandbox("roboco-sandbox-pg-shared", "roboco-shared", time.Second, run.Labels(keys.Prefix))
+	// A sandbox of an earlier generation of the same run file is over.
+	stale := run
+	stale.ID = "0123456789abcdef"
+	w.sandbox("roboco-sandbox-pg-stale", "roboco-shared", time.Second, stale.Labels(keys.Prefix))
+	j := w.janitor(janitor.Options{NoGrace: true})
+
+	rep, err := j.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-shared"}, sandboxNames(rep.Kept), "a participant lives: %s", rep)
+	assert.Equal(t, []string{"roboco-sandbox-pg-stale"}, sandboxNames(rep.Removed))
+	assert.Empty(t, rep.Adopted, "a run owner is no container to adopt by")
+
+	require.NoError(t, p.Leave(ctx, nil))
+	rep, err = j.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"roboco-sandbox-pg-shared"}, sandboxNames(rep.Removed), "the last participant left: %s", rep)
+	assert.Equal(t, []string{"roboco-shared"}, w.names())
 }

@@ -18,6 +18,14 @@
 //	roboco.sandbox.owner.pid=<pid>
 //	roboco.sandbox.owner.start=<start time in clock ticks>
 //
+// and, when a run of several processes owns it (sandboxtest's one server
+// per engine for every test binary of a `go test ./...`), the run-owner
+// keys:
+//
+//	roboco.sandbox.owner.boot=<boot id>
+//	roboco.sandbox.owner.run=<path of the run file>
+//	roboco.sandbox.owner.run.id=<generation of the run>
+//
 // An owner's network (provision.OwnerNetworkName) carries the sandbox
 // marker, the owner (and the process-owner keys when a process owns it),
 // and the network keys:
@@ -98,6 +106,15 @@ type Keys struct {
 	// OwnerStart ("<prefix>.sandbox.owner.start") holds the owning
 	// process's start time in clock ticks after boot.
 	OwnerStart string
+
+	// OwnerRun ("<prefix>.sandbox.owner.run") holds the path of the run
+	// file of the run that owns the sandbox (lifetime.Run: the processes
+	// that share it, such as every test binary of a `go test ./...`);
+	// OwnerBoot holds its host's boot id.
+	OwnerRun string
+	// OwnerRunID ("<prefix>.sandbox.owner.run.id") holds the generation
+	// of that run.
+	OwnerRunID string
 }
 
 // For returns the keys of prefix; the empty prefix stands for
@@ -120,6 +137,8 @@ func For(prefix string) Keys {
 		OwnerPIDNS: owner + ".pidns",
 		OwnerPID:   owner + ".pid",
 		OwnerStart: owner + ".start",
+		OwnerRun:   owner + ".run",
+		OwnerRunID: owner + ".run.id",
 	}
 }
 

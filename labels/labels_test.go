@@ -25,6 +25,8 @@ func TestKeysAreTheSchema(t *testing.T) {
 		OwnerPIDNS: "sbx.sandbox.owner.pidns",
 		OwnerPID:   "sbx.sandbox.owner.pid",
 		OwnerStart: "sbx.sandbox.owner.start",
+		OwnerRun:   "sbx.sandbox.owner.run",
+		OwnerRunID: "sbx.sandbox.owner.run.id",
 	}, labels.For("sbx"))
 }
 

@@ -16,10 +16,24 @@ type Owner struct {
 	// Process, when not zero, is the process that owns the sandbox; it
 	// alone then decides whether the owner lives, and Name is informative.
 	Process Process
+	// Run, when not zero, is the run that owns the sandbox (the
+	// processes that share it); it alone then decides whether the owner
+	// lives.
+	Run Run
 }
+
+// IsContainer reports whether a container owns the sandbox (not a
+// process, nor a run): the only kind of owner a runtime can adopt by.
+func (o Owner) IsContainer() bool { return o.Process.IsZero() && o.Run.IsZero() }
 
 // String names the owner for reports and logs.
 func (o Owner) String() string {
+	if !o.Run.IsZero() {
+		if o.Name != "" {
+			return fmt.Sprintf("%s (%s)", o.Name, o.Run)
+		}
+		return o.Run.String()
+	}
 	if !o.Process.IsZero() {
 		if o.Name != "" {
 			return fmt.Sprintf("%s (%s)", o.Name, o.Process)

@@ -79,10 +79,11 @@ func ProcessOwnerLabels(prefix string) (map[string]string, error) {
 // non-nil when it carries a partial or malformed one.
 func processFromLabels(k labels.Keys, lbls map[string]string) (p Process, ok bool, err error) {
 	pid, hasPID := lbls[k.OwnerPID]
-	boot, hasBoot := lbls[k.OwnerBoot]
+	boot := lbls[k.OwnerBoot]
 	start, hasStart := lbls[k.OwnerStart]
 	ns, hasNS := lbls[k.OwnerPIDNS]
-	if !hasPID && !hasBoot && !hasStart && !hasNS {
+	if !hasPID && !hasStart && !hasNS {
+		// The boot id alone is not a process: a run owner has one too.
 		return Process{}, false, nil
 	}
 	p.BootID = boot

@@ -22,7 +22,8 @@ const releaseTimeout = 30 * time.Second
 // DBOptions tune NewDB. The zero value is the default.
 type DBOptions struct {
 	// Options are the shared sandbox's (runtime, prefixes, images,
-	// limits): tests that pass the same ones share one sandbox per engine.
+	// limits): tests that pass the same ones share one sandbox per engine,
+	// across the test binaries of a run unless Options.PerBinary.
 	// MemoryBytes defaults to 4 GiB for a shared sandbox, since it holds
 	// every parallel test's database on tmpfs, and CPUs to the host's
 	// cores, since every parallel test's queries land on it.
@@ -44,8 +45,8 @@ type DBOptions struct {
 	KeepOnFailure bool
 }
 
-// DB is a database of a test's own on the test binary's shared sandbox of
-// its engine: a postgres database cloned from the migrations' template, a
+// DB is a database of a test's own on the run's shared sandbox of its
+// engine: a postgres database cloned from the migrations' template, a
 // redis logical database (redistest.DB), a mongo database (mongotest.DB).
 // Parallel tests each get their own; it is dropped (redis: flushed and
 // handed out again) when the test ends.
@@ -88,16 +89,22 @@ func (d *DB) Setenv() {
 }
 
 // PostgresDB hands out a postgres database of the test's own, cloned
-// from the template migrations build (once per binary).
+// from the template migrations build (once per shared server).
 func PostgresDB(t testing.TB, migrations Migrations) *DB {
 	t.Helper()
 	return NewDB(t, postgresName, DBOptions{Migrations: migrations})
 }
 
 // NewDB hands out a database of engine's for t alone, on the shared
-// sandbox of that engine (started on the first call), and returns it to
-// the pool or drops it on t.Cleanup. It ends the test as StartWith does
-// when that is not possible. The engine and its test kit must be linked
+// sandbox of that engine, and returns it to the pool or drops it on
+// t.Cleanup. The shared sandbox is the run's: every test binary of the
+// user's on this host that runs meanwhile with the same Options (those of
+// one `go test ./...` that overlap) uses one per engine; the first call of
+// the first binary starts it, and Main of the last binary out removes it,
+// so that a binary that starts after that starts a new one
+// (Options.PerBinary: one per test binary, removed by its Main). See
+// run.go for how. It ends the test as StartWith does when that is not
+// possible. The engine and its test kit must be linked
 // (postgres always is; redistest and mongotest link theirs): else the
 // error names the import to add.
 func NewDB(t testing.TB, engine string, opts DBOptions) *DB {

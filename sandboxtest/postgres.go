@@ -15,8 +15,9 @@ import (
 )
 
 // Migrations are what a postgres template is built with (postgrestest's
-// allocator clones every database of a test from it), once per test
-// binary per set: a set is known by a hash of its content (the .sql files'
+// allocator clones every database of a test from it), once per shared
+// server per set (the test binaries that share a server share its
+// templates): a set is known by a hash of its content (the .sql files'
 // names and bytes, or a function's name and version), so tests that pass
 // equal migrations share one template.
 type Migrations struct {
@@ -28,7 +29,9 @@ type Migrations struct {
 // MigrateFunc is a migration set run by fn against url, the template
 // database's connection URL (with pgx, database/sql, or a migration tool).
 // version tells apart two sets a function builds (say, its migrations'
-// directory): the set is known by fn's name and version.
+// directory): the set is known by fn's name and version, so version must
+// change when what fn applies does, for test binaries of other builds
+// that share the server meanwhile.
 func MigrateFunc(version string, fn func(ctx context.Context, url string) error) Migrations {
 	name := goruntime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
 	return Migrations{key: enginetest.Key("func", name, version), apply: fn}

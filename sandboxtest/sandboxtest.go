@@ -22,6 +22,13 @@
 // the test binary runs and removes them if it dies without cleaning up.
 // Normally they are torn down by t.Cleanup.
 //
+// A database per test (NewDB, PostgresDB, redistest.DB, mongotest.DB)
+// lives on one shared sandbox per engine for the whole run: every test
+// binary of a `go test ./...` uses the same one, started by the first
+// that needs it and removed by Main of the last one out. It is owned by
+// the run (lifetime.Run): a janitor leaves it alone while any of those
+// binaries lives, and removes it once they have all died.
+//
 // The runtime is auto-detected as the CLI does it (SANDBOXER_RUNTIME,
 // DOCKER_HOST, CONTAINER_HOST, the well-known sockets; see runtime/detect),
 // and images are overridden by the same SANDBOXER_IMAGE_<ENGINE> variables.
@@ -36,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -79,8 +87,16 @@ type Options struct {
 	CPUs        float64
 	// ReadyTimeout replaces the engines' readiness deadlines when set.
 	ReadyTimeout time.Duration
-	// Timeout bounds the whole provision (default 5 minutes, for a pull).
+	// Timeout bounds the whole provision (default 5 minutes, for a pull),
+	// and for a shared sandbox the wait for another test binary that is
+	// starting or tearing it down.
 	Timeout time.Duration
+	// PerBinary keeps NewDB's shared sandboxes to this test binary: one
+	// per engine, started on first use and torn down by Main. By default
+	// a shared sandbox is shared with every test binary of the user's
+	// that runs meanwhile with the same Options (those of one `go test
+	// ./...`): see NewDB.
+	PerBinary bool
 }
 
 // Sandbox is a provisioned set of services: the env consumers read (with
@@ -127,7 +143,7 @@ func StartWith(t testing.TB, opts Options, services ...string) *Sandbox {
 }
 
 // started is a provisioned sandbox and what tears it down: a test's own
-// (StartWith) or the test binary's shared one (shared.go).
+// (StartWith) or a shared one (shared.go, run.go).
 type started struct {
 	sb        provision.Sandbox
 	rt        runtime.ContainerRuntime
@@ -145,27 +161,40 @@ var errNoRuntime = errors.New("no runtime")
 // process, with the extra server arguments args; test is the value of the
 // sandboxtest.test label.
 func start(opts Options, id, test string, args map[string][]string, services []string) (*started, error) {
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), opts.timeout())
 	defer cancel()
-
-	prefix := opts.LabelPrefix
-	if prefix == "" {
-		prefix = labels.DefaultPrefix
+	prefix := opts.labelPrefix()
+	owner, err := lifetime.ProcessOwnerLabels(prefix)
+	if err != nil {
+		// Not Linux: the sandboxes are then only the cleanup's to remove.
+		slog.Warn("sandboxtest: no process identity: a janitor will not recognise this test as the owner", "err", err)
+		owner = map[string]string{}
 	}
+	c, err := connect(ctx, opts, owner, test, args)
+	if err != nil {
+		return nil, err
+	}
+	return c.provision(ctx, id, services)
+}
+
+// connected is a runtime found under Options and a provisioner on it,
+// whose sandboxes carry the owner labels connect was given.
+type connected struct {
+	rt        runtime.ContainerRuntime
+	p         *provision.Provisioner
+	envPrefix string
+}
+
+// connect detects the runtime under opts and makes a provisioner whose
+// sandboxes carry the labels owner and the sandboxtest.test label test,
+// and the extra server arguments args.
+func connect(ctx context.Context, opts Options, owner map[string]string, test string, args map[string][]string) (*connected, error) {
+	prefix := opts.labelPrefix()
 	envPrefix := opts.EnvPrefix
 	if envPrefix == "" {
 		envPrefix = provision.DefaultEnvPrefix
 	}
-	lbls, err := lifetime.ProcessOwnerLabels(prefix)
-	if err != nil {
-		// Not Linux: the sandboxes are then only the cleanup's to remove.
-		slog.Warn("sandboxtest: no process identity: a janitor will not recognise this test as the owner", "err", err)
-		lbls = map[string]string{}
-	}
+	lbls := maps.Clone(owner)
 	lbls[prefix+".sandboxtest.test"] = test
 	popts := provision.Options{
 		Images:       opts.Images,
@@ -193,12 +222,34 @@ func start(opts Options, id, test string, args map[string][]string, services []s
 		rt.Close()
 		return nil, err
 	}
-	sb, err := p.Provision(ctx, id, services)
+	return &connected{rt: rt, p: p, envPrefix: envPrefix}, nil
+}
+
+// provision provisions services for owner id id; the runtime is closed
+// when that fails.
+func (c *connected) provision(ctx context.Context, id string, services []string) (*started, error) {
+	sb, err := c.p.Provision(ctx, id, services)
 	if err != nil {
-		rt.Close()
-		return nil, fmt.Errorf("on %s: %w", rt.Name(), err)
+		c.rt.Close()
+		return nil, fmt.Errorf("on %s: %w", c.rt.Name(), err)
 	}
-	return &started{sb: sb, rt: rt, p: p, id: id, envPrefix: envPrefix}, nil
+	return &started{sb: sb, rt: c.rt, p: c.p, id: id, envPrefix: c.envPrefix}, nil
+}
+
+// timeout bounds a whole start (default 5 minutes, for a pull).
+func (o Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return 5 * time.Minute
+	}
+	return o.Timeout
+}
+
+// labelPrefix is the label prefix, defaulted.
+func (o Options) labelPrefix() string {
+	if o.LabelPrefix == "" {
+		return labels.DefaultPrefix
+	}
+	return o.LabelPrefix
 }
 
 // teardown removes the sandbox and closes its runtime.

@@ -31,7 +31,8 @@ import (
 // The helper's own tests run with the stand-in images of
 // build/images.env (testenv loads it, DOCKER_HOST included), through
 // sandboxtest.Main, as a user's TestMain would: it tears down the shared
-// sandboxes of the per-test databases. Unless -test.parallel says
+// sandboxes of the per-test databases (their run files in a directory of
+// its own). Unless -test.parallel says
 // otherwise, parallelTests tests may run at once: the isolation test holds
 // that many databases at the same time.
 func TestMain(m *testing.M) {
@@ -41,6 +42,18 @@ func TestMain(m *testing.M) {
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
 	if !set {
 		_ = flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
+	// The tests' label prefixes are random: their run files go to a
+	// directory of this binary's, not to the user's cache.
+	if os.Getenv(sandboxtest.EnvRunDir) == "" {
+		dir, err := os.MkdirTemp("", "sandboxtest-runs-")
+		if err != nil {
+			panic(err)
+		}
+		_ = os.Setenv(sandboxtest.EnvRunDir, dir)
+		code := sandboxtest.Main(m)
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
 	}
 	os.Exit(sandboxtest.Main(m))
 }

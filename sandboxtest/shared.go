@@ -2,6 +2,7 @@ package sandboxtest
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/url"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/engines/enginetest"
 	"github.com/roboco/sandboxer/internal/ids"
+	"github.com/roboco/sandboxer/lifetime"
 	"github.com/roboco/sandboxer/runtime/detect"
 )
 
@@ -28,11 +30,14 @@ import (
 const sharedMemoryBytes = 4 << 30
 
 // server is the shared sandbox of one engine for one set of Options: one
-// container for the whole test binary, started by the first test that asks
-// for a database of that engine, torn down by Main (or, when the binary
-// did not run through Main or was killed, by a janitor sweep once this
-// process is gone: the sandbox carries its process-owner labels).
+// container for every test binary of a run (run.go), or with
+// Options.PerBinary for this test binary alone, started by the first test
+// that asks for a database of that engine, torn down by Main (or, when the
+// binary did not run through Main or was killed, by a janitor sweep once
+// this process is gone, or every process of the run: the sandbox carries
+// their owner labels).
 type server struct {
+	key    sharedKey
 	engine string
 	kit    enginetest.Kit
 	opts   Options
@@ -48,6 +53,9 @@ type server struct {
 	// kept is set once a database was kept for a failed test: Main then
 	// leaves the sandbox running.
 	kept atomic.Bool
+	// part is this process's part in the run whose sandbox this is (nil
+	// with Options.PerBinary).
+	part *lifetime.Participant
 }
 
 // sharedKey tells shared sandboxes apart: the same engine under different
@@ -64,6 +72,7 @@ type sharedKey struct {
 	unenforced bool
 	memory     int64
 	cpus       float64
+	perBinary  bool
 }
 
 var shared struct {
@@ -80,6 +89,7 @@ func keyOf(engine string, o Options) sharedKey {
 		engine: engine, labelPrefix: o.LabelPrefix, envPrefix: o.EnvPrefix,
 		images: strings.Join(images, ","), runtime: detectionKey(o.Detect),
 		unenforced: o.Detect.UnenforcedLimits, memory: o.MemoryBytes, cpus: o.CPUs,
+		perBinary: o.PerBinary,
 	}
 }
 
@@ -113,7 +123,7 @@ func sharedServer(engine string, kit enginetest.Kit, opts Options) (*server, err
 	k := keyOf(engine, opts)
 	s, ok := shared.servers[k]
 	if !ok {
-		s = &server{engine: engine, kit: kit, opts: opts}
+		s = &server{engine: engine, kit: kit, opts: opts, key: k}
 		shared.servers[k] = s
 	}
 	shared.mu.Unlock()
@@ -130,22 +140,40 @@ func (s *server) start() {
 		// Every parallel test's work lands on this one server.
 		opts.CPUs = float64(goruntime.NumCPU())
 	}
+	if !opts.PerBinary {
+		path, err := runPath(s.key)
+		if err == nil {
+			// Not Linux: no run owner a janitor could judge.
+			_, err = lifetime.CurrentProcess()
+		}
+		if err == nil {
+			s.err = s.joinRun(opts, path)
+			return
+		}
+		slog.Warn("sandboxtest: a shared sandbox of this test binary's own", "err", err)
+	}
 	st, err := start(opts, "shared-"+ids.Hex(5), "shared", map[string][]string{s.engine: s.kit.SharedArgs()}, []string{s.engine})
 	if err != nil {
 		s.err = err
 		return
 	}
-	s.st = st
+	if err := s.use(st); err != nil {
+		s.err = err
+		_ = st.teardown()
+	}
+}
+
+// use makes st the server's sandbox, with an allocator on it.
+func (s *server) use(st *started) error {
 	e, _ := engines.Default.Lookup(s.engine)
 	v, _ := engines.URLVar(e.Env(st.envPrefix, engines.Endpoint{}, engines.Credentials{}))
-	s.url, _ = st.sb.Lookup(v.Name)
-	s.ep = st.sb.Containers[0].Endpoint
-	s.alloc, err = s.kit.NewAllocator(s.url)
+	url, _ := st.sb.Lookup(v.Name)
+	alloc, err := s.kit.NewAllocator(url)
 	if err != nil {
-		s.err = fmt.Errorf("shared %s sandbox %s: %w", s.engine, st.sb.Containers[0].Name, err)
-		_ = st.teardown()
-		s.st = nil
+		return fmt.Errorf("shared %s sandbox %s: %w", s.engine, st.sb.Containers[0].Name, err)
 	}
+	s.st, s.url, s.ep, s.alloc = st, url, st.sb.Containers[0].Endpoint, alloc
+	return nil
 }
 
 // env is the engine's emitted env for the database name at rawURL: the
@@ -168,15 +196,17 @@ func (s *server) env(name, rawURL string) ([]engines.EnvVar, error) {
 	return env, nil
 }
 
-// Main runs the test binary's tests and then tears down the shared
-// sandboxes the per-test databases (NewDB) live on, for a TestMain:
+// Main runs the test binary's tests and then leaves or tears down the
+// shared sandboxes the per-test databases (NewDB) live on, for a
+// TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
 //
 // Without it the shared sandboxes outlive the binary until a janitor
-// sweep (`sandboxer gc`) removes them: their owner, the test process, is
-// then gone. A shared sandbox holding a database kept for a failed test
-// (DBOptions.KeepOnFailure) is left running, and said so on stderr.
+// sweep (`sandboxer gc`) removes them: their owner, the test process or
+// every test binary of the run, is then gone. A shared sandbox holding a
+// database kept for a failed test (DBOptions.KeepOnFailure) is left
+// running, and said so on stderr.
 func Main(m *testing.M) int {
 	code := m.Run()
 	if err := Close(); err != nil {
@@ -188,8 +218,11 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// Close tears down every shared sandbox this process started (Main calls
-// it after the tests). Later per-test databases start new ones.
+// Close ends this process's use of every shared sandbox (Main calls it
+// after the tests): one this test binary has to itself
+// (Options.PerBinary) is torn down; one of a run is left to the other
+// test binaries that use it, and torn down by the last one out. Later
+// per-test databases start or join one again.
 func Close() error {
 	shared.mu.Lock()
 	servers := shared.servers
@@ -200,8 +233,14 @@ func Close() error {
 		if s.st == nil {
 			continue
 		}
-		s.alloc.Close()
 		name := s.st.sb.Containers[0].Name
+		if s.part != nil {
+			if err := s.leaveRun(); err != nil {
+				errs = append(errs, fmt.Sprintf("leave %s: %v", name, err))
+			}
+			continue
+		}
+		s.alloc.Close()
 		if s.kept.Load() {
 			fmt.Fprintf(os.Stderr, "sandboxtest: %s stays, with the databases kept for failed tests; `sandboxer gc` removes it now that this process is gone\n", name)
 			s.st.rt.Close()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,11 @@ type listed struct {
 	Owner  string `json:"owner"`
 	// OwnerPID is the owning process for sandboxes of `run` and the Go
 	// test helper (0: owned by a container).
-	OwnerPID int           `json:"owner_pid,omitempty"`
+	OwnerPID int `json:"owner_pid,omitempty"`
+	// OwnerRun is the run file of the run that owns the sandbox: a shared
+	// sandbox of the Go test helper, used by every test binary of a `go
+	// test ./...` ("": not owned by a run).
+	OwnerRun string        `json:"owner_run,omitempty"`
 	State    runtime.State `json:"state"`
 	// Status is State as the table says it, with why an exited sandbox
 	// ended: "exited (OOM killed)", "exited (code 1)" (runtime.Container's
@@ -176,6 +181,7 @@ func (a *app) listedOf(c runtime.Container, on target, now time.Time) listed {
 	if pid, err := strconv.Atoi(c.Labels[keys.OwnerPID]); err == nil {
 		l.OwnerPID = pid
 	}
+	l.OwnerRun = c.Labels[keys.OwnerRun]
 	if !c.Created.IsZero() {
 		l.AgeSeconds = int64(now.Sub(c.Created) / time.Second)
 	}
@@ -212,6 +218,9 @@ func writeTable(w io.Writer, rows []listed) error {
 		owner := r.Owner
 		if r.OwnerPID != 0 {
 			owner += fmt.Sprintf(" (pid %d)", r.OwnerPID)
+		}
+		if r.OwnerRun != "" {
+			owner += fmt.Sprintf(" (run %s)", filepath.Base(r.OwnerRun))
 		}
 		if owner == "" {
 			owner = "-"

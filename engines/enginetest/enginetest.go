@@ -41,13 +41,20 @@ type Kit interface {
 }
 
 // Allocator is one engine's hand-out of per-test databases on a shared
-// server.
+// server. Several allocators, in several processes (the test binaries of
+// one `go test ./...`), may hand out databases of one server at once:
+// what one hands out, no other does.
 type Allocator interface {
 	// Acquire hands out a database of its own, as its name (redis: the
 	// logical database's number) and its URL.
 	Acquire(ctx context.Context, req Request) (name, url string, err error)
 	// Release empties the database for the next test (redis) or drops it.
 	Release(ctx context.Context, name string) error
+	// Tidy stops background work and returns to the server what the
+	// allocator made and did not hand out (postgres: the clones made
+	// ahead, the drops not yet done), for a server that outlives the
+	// allocator: one that other processes share. Close follows.
+	Tidy(ctx context.Context) error
 	// Close stops background work and closes connections.
 	Close()
 }

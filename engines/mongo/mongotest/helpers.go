@@ -14,7 +14,7 @@ var name = mongo.Engine{}.Spec().Name
 // is sb.DSN("mongo").
 func Sandbox(t testing.TB) *sandboxtest.Sandbox { t.Helper(); return sandboxtest.Start(t, name) }
 
-// DB hands out a mongo database of t's own on the test binary's shared
+// DB hands out a mongo database of t's own on the run's shared
 // mongo sandbox (sandboxtest.NewDB), dropped when t ends.
 func DB(t testing.TB) *sandboxtest.DB {
 	t.Helper()

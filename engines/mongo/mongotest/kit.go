@@ -1,6 +1,6 @@
 // Package mongotest is the mongo engine's test kit (enginetest.Kit) and
 // its test helpers: Sandbox (a mongo sandbox per test) and DB (a database
-// per test on one shared mongo sandbox per test binary). Importing it is
+// per test on one shared mongo sandbox per run of test binaries). Importing it is
 // what links mongo and mongo-driver into a test binary: sandboxtest alone
 // links postgres only.
 //
@@ -25,6 +25,7 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/engines/enginetest"
 	"github.com/roboco/sandboxer/engines/mongo"
+	"github.com/roboco/sandboxer/internal/ids"
 )
 
 func init() { enginetest.Register(Kit{}) }
@@ -49,20 +50,23 @@ func (Kit) NewAllocator(rawURL string) (enginetest.Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &alloc{url: rawURL, c: c}, nil
+	return &alloc{url: rawURL, c: c, tag: ids.Hex(3)}, nil
 }
 
 // alloc hands out databases of the shared mongo server by name (mongo
 // creates a database on its first write), and drops them on release.
+// The names carry the allocator's random tag: allocators of other
+// processes on the same server never hand out the same one.
 type alloc struct {
 	url string
 	c   *mongodriver.Client
+	tag string
 	seq atomic.Int64
 }
 
 // Acquire names a new database; req asks nothing of mongo.
 func (a *alloc) Acquire(context.Context, enginetest.Request) (string, string, error) {
-	name := fmt.Sprintf("t_%d", a.seq.Add(1))
+	name := fmt.Sprintf("t_%s_%d", a.tag, a.seq.Add(1))
 	url, err := enginetest.WithPath(a.url, name) // the query, authSource=admin, stays
 	return name, url, err
 }
@@ -71,6 +75,9 @@ func (a *alloc) Acquire(context.Context, enginetest.Request) (string, string, er
 func (a *alloc) Release(ctx context.Context, name string) error {
 	return a.c.Database(name).Drop(ctx)
 }
+
+// Tidy has nothing to return: a release drops the database at once.
+func (a *alloc) Tidy(context.Context) error { return nil }
 
 // Close disconnects the allocator's client, bounded.
 func (a *alloc) Close() {

@@ -2,6 +2,7 @@ package postgrestest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/roboco/sandboxer/engines/enginetest"
+	"github.com/roboco/sandboxer/internal/ids"
 )
 
 // The STRATEGY of CREATE DATABASE (postgres >= 15). WAL_LOG copies the
@@ -75,8 +77,13 @@ const cloneTimeout = 30 * time.Second
 // (refillWorkers) refills the pools and drops released databases in the
 // background, refills first (a hand-out waits for a clone, nobody waits
 // for a drop) until too many drops are pending.
+//
+// Allocators of several processes may share the server: a template is
+// built once, by whichever gets its advisory lock first, and used by all
+// (its name is its key); the clones' names carry the allocator's tag.
 type postgresAlloc struct {
 	admin   string // the maintenance database's URL
+	tag     string // random: this allocator's part of its clones' names
 	version int    // server_version_num
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -124,7 +131,7 @@ func newPostgresAlloc(rawURL string) (*postgresAlloc, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := refillWorkers(goruntime.NumCPU())
-	a := &postgresAlloc{admin: admin, ctx: ctx, cancel: cancel, workers: n, wake: make(chan struct{}, n), templates: map[string]*template{}}
+	a := &postgresAlloc{admin: admin, tag: ids.Hex(3), ctx: ctx, cancel: cancel, workers: n, wake: make(chan struct{}, n), templates: map[string]*template{}}
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
 	defer ccancel()
 	conn, err := pgx.Connect(cctx, admin)
@@ -202,7 +209,11 @@ func (a *postgresAlloc) Acquire(ctx context.Context, req enginetest.Request) (st
 
 // build creates the template, runs the migrations in it, closes it to
 // connections, and hands its pool to the workers. It runs once per
-// template (sync.Once: concurrent first tests wait for the one build).
+// template in this process (sync.Once: concurrent first tests wait for
+// the one build), and once per server across processes: under the
+// template's advisory lock, a template another process built (closed to
+// connections and marked as one) is used as it is, and what a build that
+// died half-way left is dropped and built again.
 func (a *postgresAlloc) build(tpl *template, migrate func(ctx context.Context, url string) error) error {
 	ctx, cancel := context.WithTimeout(a.ctx, buildTimeout)
 	defer cancel()
@@ -210,8 +221,24 @@ func (a *postgresAlloc) build(tpl *template, migrate func(ctx context.Context, u
 	if err != nil {
 		return fmt.Errorf("template %s: %w", tpl.name, err)
 	}
+	// Closing the session releases its advisory lock.
 	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", tpl.name); err != nil {
+		return fmt.Errorf("template %s: lock: %w", tpl.name, err)
+	}
+	var done bool
+	err = conn.QueryRow(ctx, "SELECT datistemplate FROM pg_database WHERE datname = $1", tpl.name).Scan(&done)
 	id := pgx.Identifier{tpl.name}.Sanitize()
+	switch {
+	case err == nil && done:
+		return a.built(tpl)
+	case err == nil:
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+id+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("template %s: drop a build that did not finish: %w", tpl.name, err)
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("template %s: %w", tpl.name, err)
+	}
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+id); err != nil {
 		return fmt.Errorf("template %s: %w", tpl.name, err)
 	}
@@ -233,6 +260,11 @@ func (a *postgresAlloc) build(tpl *template, migrate func(ctx context.Context, u
 	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", tpl.name); err != nil {
 		return fmt.Errorf("template %s: %w", tpl.name, err)
 	}
+	return a.built(tpl)
+}
+
+// built hands a template that is ready to the workers.
+func (a *postgresAlloc) built(tpl *template) error {
 	a.mu.Lock()
 	tpl.built = true
 	a.mu.Unlock()
@@ -354,7 +386,7 @@ func (a *postgresAlloc) clone(ctx context.Context, conn **pgx.Conn, tpl *templat
 	if err != nil {
 		return clone{err: fmt.Errorf("clone of %s: %w", tpl.name, err)}
 	}
-	name := fmt.Sprintf("t_%s_%d", tpl.name[4:12], a.seq.Add(1))
+	name := fmt.Sprintf("t_%s_%s_%d", tpl.name[4:12], a.tag, a.seq.Add(1))
 	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{tpl.name}.Sanitize()
 	if tpl.strategy != "" {
 		sql += " STRATEGY " + tpl.strategy
@@ -402,4 +434,37 @@ func closeConn(conn *pgx.Conn) {
 func (a *postgresAlloc) Close() {
 	a.cancel()
 	a.wg.Wait()
+}
+
+// Tidy stops the workers and drops, within ctx, the clones made ahead and
+// the released databases whose drop is pending: the templates stay, for
+// the other processes that share the server.
+func (a *postgresAlloc) Tidy(ctx context.Context) error {
+	a.Close()
+	a.mu.Lock()
+	names := a.drops
+	a.drops = nil
+	for _, t := range a.templates {
+		for len(t.ready) > 0 {
+			if c := <-t.ready; c.err == nil {
+				names = append(names, c.name)
+			}
+		}
+	}
+	a.mu.Unlock()
+	if len(names) == 0 {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, a.admin)
+	if err != nil {
+		return fmt.Errorf("drop %d databases made ahead or released: %w", len(names), err)
+	}
+	defer closeConn(conn)
+	var errs []error
+	for _, name := range names {
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			errs = append(errs, fmt.Errorf("drop %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

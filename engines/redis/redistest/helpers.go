@@ -14,8 +14,8 @@ var name = redis.Engine{}.Spec().Name
 // is sb.DSN("redis").
 func Sandbox(t testing.TB) *sandboxtest.Sandbox { t.Helper(); return sandboxtest.Start(t, name) }
 
-// DB hands out a redis logical database of t's own on the test binary's
-// shared redis sandbox (sandboxtest.NewDB), flushed and handed out again
+// DB hands out a redis logical database of t's own on the run's shared
+// redis sandbox (sandboxtest.NewDB), flushed and handed out again
 // when t ends.
 func DB(t testing.TB) *sandboxtest.DB {
 	t.Helper()

@@ -1,6 +1,6 @@
 // Package redistest is the redis engine's test kit (enginetest.Kit) and
 // its test helpers: Sandbox (a redis sandbox per test) and DB (a logical
-// database per test on one shared redis sandbox per test binary).
+// database per test on one shared redis sandbox per run of test binaries).
 // Importing it is what links redis and go-redis into a test binary:
 // sandboxtest alone links postgres only.
 //
@@ -13,14 +13,17 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/engines/enginetest"
 	"github.com/roboco/sandboxer/engines/redis"
+	"github.com/roboco/sandboxer/internal/ids"
 )
 
 func init() { enginetest.Register(Kit{}) }
@@ -45,31 +48,69 @@ func (Kit) NewAllocator(rawURL string) (enginetest.Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &alloc{url: rawURL, c: goredis.NewClient(opts), free: make(chan int, databases-1)}
-	for db := 1; db < databases; db++ {
-		a.free <- db
+	a := &alloc{url: rawURL, c: goredis.NewClient(opts), id: ids.Hex(8), free: make(chan int, databases-1)}
+	// Each allocator tries the databases in an order of its own, so that
+	// allocators of several processes seldom race for the same claim.
+	for _, db := range rand.Perm(databases - 1) {
+		a.free <- db + 1
 	}
 	return a, nil
 }
 
+// claimPoll is how often Acquire looks again when every logical database
+// is claimed.
+const claimPoll = 20 * time.Millisecond
+
 // alloc hands out the shared redis server's logical databases, one per
 // test: database 0 stays the server's own, the others are free until
-// handed out, and go back flushed.
+// handed out, and go back flushed. Allocators of several processes may
+// share the server: a database is handed out once its claim (a key in
+// database 0, set if absent) is this allocator's, and its claim is
+// deleted once it is flushed. A process killed with databases handed out
+// leaves them claimed until the server goes.
 type alloc struct {
 	url  string
 	c    *goredis.Client
+	id   string // this allocator's claims' value
 	free chan int
 }
 
+// claimKey is the key in database 0 that claims logical database db.
+func claimKey(db int) string { return "sandboxtest:claim:" + strconv.Itoa(db) }
+
 // Acquire hands out a free logical database; req asks nothing of redis.
 func (a *alloc) Acquire(ctx context.Context, _ enginetest.Request) (string, string, error) {
-	select {
-	case db := <-a.free:
-		name := strconv.Itoa(db)
-		url, err := enginetest.WithPath(a.url, name)
-		return name, url, err
-	case <-ctx.Done():
-		return "", "", fmt.Errorf("every logical database is in use (%d): %w", cap(a.free), ctx.Err())
+	for {
+		// Each database this allocator holds free is tried once a round:
+		// one claimed by another process goes back to the end.
+		for range len(a.free) {
+			var db int
+			select {
+			case db = <-a.free:
+			default:
+			}
+			if db == 0 {
+				break
+			}
+			ok, err := a.c.SetNX(ctx, claimKey(db), a.id, 0).Result()
+			if err != nil {
+				a.free <- db
+				return "", "", fmt.Errorf("claim of database %d: %w", db, err)
+			}
+			if ok {
+				name := strconv.Itoa(db)
+				url, err := enginetest.WithPath(a.url, name)
+				return name, url, err
+			}
+			a.free <- db
+		}
+		t := time.NewTimer(claimPoll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return "", "", fmt.Errorf("every logical database is in use (%d): %w", cap(a.free), ctx.Err())
+		}
 	}
 }
 
@@ -91,9 +132,16 @@ func (a *alloc) Release(ctx context.Context, name string) error {
 	}); err != nil {
 		return fmt.Errorf("flush of database %d: %w", db, err)
 	}
+	if err := conn.Del(ctx, claimKey(db)).Err(); err != nil {
+		return fmt.Errorf("release of database %d's claim: %w", db, err)
+	}
 	a.free <- db
 	return nil
 }
+
+// Tidy has nothing to return: a release flushes the database and drops
+// its claim at once.
+func (a *alloc) Tidy(context.Context) error { return nil }
 
 // Close closes the allocator's client.
 func (a *alloc) Close() { _ = a.c.Close() }
