@@ -30,6 +30,7 @@ import (
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/engines/enginetest"
 	"github.com/roboco/sandboxer/engines/mariadb"
+	"github.com/roboco/sandboxer/internal/ids"
 )
 
 func init() { enginetest.Register(Kit{}) }
@@ -71,21 +72,23 @@ func (Kit) NewAllocator(rawURL string) (enginetest.Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &alloc{url: rawURL, db: db}, nil
+	return &alloc{url: rawURL, db: db, tag: ids.Hex(3)}, nil
 }
 
 // alloc makes a database per test on the shared server, as the sandbox's
 // user, and drops it on release (innodb_file_per_table: its files go,
-// and with them their tmpfs pages).
+// and with them their tmpfs pages). The names carry the allocator's
+// random tag: allocators of other test binaries share the server.
 type alloc struct {
 	url string
 	db  *sql.DB
+	tag string
 	seq atomic.Int64
 }
 
 // Acquire creates a new database; req asks nothing of mariadb.
 func (a *alloc) Acquire(ctx context.Context, _ enginetest.Request) (string, string, error) {
-	name := fmt.Sprintf("t_%d", a.seq.Add(1))
+	name := fmt.Sprintf("t_%s_%d", a.tag, a.seq.Add(1))
 	if _, err := a.db.ExecContext(ctx, "CREATE DATABASE "+quote(name)); err != nil {
 		return "", "", fmt.Errorf("mariadb: create database %s: %w", name, err)
 	}
@@ -100,6 +103,9 @@ func (a *alloc) Release(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// Tidy has nothing to return: a release drops the database at once.
+func (a *alloc) Tidy(context.Context) error { return nil }
 
 // Close closes the allocator's connections.
 func (a *alloc) Close() { _ = a.db.Close() }
