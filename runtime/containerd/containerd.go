@@ -77,7 +77,9 @@ package containerd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -330,6 +332,13 @@ func (r *Runtime) ctx(ctx context.Context) context.Context {
 func (r *Runtime) ready(ctx context.Context, op, object string) error {
 	if r.reachable.Load() {
 		return nil
+	}
+	// No socket at all is known at once: gRPC would retry the dial for
+	// the whole ping timeout.
+	if path := strings.TrimPrefix(r.address, "unix://"); strings.HasPrefix(path, "/") {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return r.wrap(op, object, adapterkit.WithKind(runtime.ErrUnavailable, "containerd at %s does not answer: no socket there", r.address))
+		}
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.pingTimeout)
 	defer cancel()
