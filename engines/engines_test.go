@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/roboco/sandboxer/engines/mongo"
 	"github.com/roboco/sandboxer/engines/postgres"
 	"github.com/roboco/sandboxer/engines/redis"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -243,12 +243,7 @@ func TestContainerBudget(t *testing.T) {
 			argv := strings.Join(c.Command, " ")
 			assert.Contains(t, argv, strings.Join(tt.args, " "))
 			assert.NotContains(t, argv, cred.Password, "no password in argv")
-			var sum int64
-			for _, o := range c.Tmpfs {
-				n, err := strconv.ParseInt(strings.TrimPrefix(o, "size="), 10, 64)
-				require.NoError(t, err)
-				sum += n
-			}
+			sum := testkit.TmpfsBytes(t, c.Tmpfs)
 			assert.Less(t, sum, tt.limit*3/4, "the tmpfs bounds leave headroom for the server")
 		})
 	}

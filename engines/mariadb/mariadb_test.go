@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/roboco/sandboxer/engines"
 	"github.com/roboco/sandboxer/engines/mariadb"
+	"github.com/roboco/sandboxer/internal/testkit"
 	"github.com/roboco/sandboxer/runtime"
 )
 
@@ -157,12 +157,7 @@ func TestContainerBudget(t *testing.T) {
 			_, argv := start(c)
 			assert.Equal(t, tt.args, argv[5:], "the budget's server settings follow the durability settings")
 			assert.NotContains(t, strings.Join(c.Command, " "), pw, "no password in argv")
-			sum := tt.memory
-			for _, o := range c.Tmpfs {
-				n, err := strconv.ParseInt(strings.TrimPrefix(o, "size="), 10, 64)
-				require.NoError(t, err)
-				sum += n
-			}
+			sum := tt.memory + testkit.TmpfsBytes(t, c.Tmpfs)
 			assert.Less(t, sum, tt.limit*3/4, "the tmpfs bounds and the caches leave headroom for mariadbd")
 		})
 	}
