@@ -8,7 +8,7 @@ GO ?= go
 
 # Runtimes whose absence FAILS the tests under `make ci` (instead of skipping).
 SANDBOXER_REQUIRE ?= docker,podman,podman-rootless,containerd,kubernetes
-TEST_TIMEOUT ?= 60m
+TEST_TIMEOUT ?= 80m
 # staticcheck, run by `make lint` at a pinned version (`go run` fetches it
 # through the module proxy once, then from the module cache).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2

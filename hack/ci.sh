@@ -38,7 +38,7 @@ make --no-print-directory lint
 
 echo "::: test"
 status=0
-go test -count=1 -v -timeout "${TEST_TIMEOUT:-60m}" ./... 2>&1 | tee build/test.log || status=$?
+go test -count=1 -v -timeout "${TEST_TIMEOUT:-80m}" ./... 2>&1 | tee build/test.log || status=$?
 echo "::: tests in $(($(date +%s) - t1))s"
 
 # A required runtime must not have been skipped anywhere. internal/testenv's
