@@ -199,9 +199,7 @@ func TestProbe(t *testing.T) {
 // it, and the entrypoint is exec'd with the server's argv.
 func TestStartScript(t *testing.T) {
 	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	require.NoError(t, err, "the start script runs under sh, as in the image")
 	dir := t.TempDir()
 	initd := filepath.Join(dir, "initdb.d")
 	tmp := filepath.Join(dir, "tmp")
