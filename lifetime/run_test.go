@@ -34,7 +34,10 @@ const envRunHelper = "LIFETIME_RUN_HELPER"
 func TestRunHelperProcess(t *testing.T) {
 	path := os.Getenv(envRunHelper)
 	if path == "" {
-		t.Skip("a helper process of the run tests")
+		// Not a test of its own (make ci must never count a skip):
+		// the run tests start it as a helper process.
+		t.Log("a helper process of the run tests: nothing to do when not started by them")
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
